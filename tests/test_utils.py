@@ -1,0 +1,219 @@
+"Unit tests for utils.py, the helper module every notebook shares."
+import ctypes, os, shutil, textwrap
+
+import pytest
+import torch
+
+import utils
+from conftest import HAS_GPU, gpu
+from utils import (CudaCompileError, CudaUnavailableError, cdiv, check_matmul_inputs, compile_cuda,
+                   cuda_begin, cuda_prelude, dim3, get_sig, import_notebook, load_cuda)
+
+HAS_NVCC = utils._nvcc_path() is not None
+nvcc_needed = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc (the CUDA compiler), not found here")
+
+
+def test_cdiv():
+    assert [cdiv(a, 4) for a in (0, 1, 3, 4, 5, 8, 9)] == [0, 1, 1, 1, 2, 2, 3]
+    assert cdiv(5120, 16) == 320 and cdiv(5121, 16) == 321
+
+
+def test_dim3_defaults_and_fields():
+    d = dim3(2, 3)
+    assert (d.x, d.y, d.z) == (2, 3, 1)
+    assert dim3(5) == (5, 1, 1) and dim3(1, 2, 3).z == 3
+
+
+def test_cuda_begin_has_the_lecture_macros():
+    for name in ['#include <torch/extension.h>', 'CHECK_CUDA', 'CHECK_CONTIGUOUS', 'CHECK_INPUT', 'CUDA_ERR',
+                 'cdiv(unsigned int a, unsigned int b)']:
+        assert name in cuda_begin
+    assert 'exit(' not in cuda_begin  # a failed CUDA call raises, it does not kill the Jupyter kernel
+
+
+SRC = cuda_begin + r'''
+__global__ void matmul_k(float* m, float* n, float* out, int h, int w, int k) {
+    int r = blockIdx.y*blockDim.y + threadIdx.y;
+}
+
+torch::Tensor matmul(torch::Tensor m, torch::Tensor n) {
+    matmul_k<<<blocks, tpb>>>(m.data_ptr<float>());
+    return other_matmul(m, n);
+}
+
+template<int tw>
+__global__ void tiled_k(float *m,
+                        float *n, int k) {
+}
+
+torch::Tensor matmul_dyn1(torch::Tensor m,
+                          torch::Tensor n)
+{
+    auto f = [&](auto kf) { kf<<<1, 1>>>(); };
+    f(tiled_k<8>);
+}
+'''
+
+
+def test_get_sig_single_line():
+    assert get_sig('matmul', SRC) == 'torch::Tensor matmul(torch::Tensor m, torch::Tensor n);'
+    assert get_sig('matmul_k', SRC) == '__global__ void matmul_k(float* m, float* n, float* out, int h, int w, int k);'
+
+
+def test_get_sig_multi_line_and_brace_on_next_line():
+    assert get_sig('matmul_dyn1', SRC) == 'torch::Tensor matmul_dyn1(torch::Tensor m, torch::Tensor n);'
+
+
+def test_get_sig_template_keeps_its_header():
+    assert get_sig('tiled_k', SRC) == 'template<int tw> __global__ void tiled_k(float *m, float *n, int k);'
+
+
+def test_get_sig_absent_and_calls_are_not_definitions():
+    assert get_sig('absent', SRC) is None
+    assert get_sig('other_matmul', SRC) is None  # only called, never defined
+    assert get_sig('atmul', SRC) is None         # a suffix of another name
+
+
+def test_get_sig_matches_the_lecture_on_its_own_example():
+    src = "torch::Tensor rgb_to_grayscale(torch::Tensor input) {\n  return input;\n}"
+    assert get_sig('rgb_to_grayscale', src) == 'torch::Tensor rgb_to_grayscale(torch::Tensor input);'
+
+
+@pytest.mark.skipif(HAS_GPU, reason="checks the CPU-only path")
+def test_load_cuda_without_gpu_fails_at_once_in_one_sentence():
+    with pytest.raises(CudaUnavailableError) as e:
+        load_cuda(SRC, get_sig('matmul', SRC), ['matmul'])
+    msg = str(e.value)
+    assert '\n' not in msg and len(msg) < 300 and ('GPU' in msg or 'CPU-only' in msg)
+
+
+def test_load_cuda_without_nvcc_says_so(monkeypatch):
+    monkeypatch.setattr(utils, '_nvcc_path', lambda: None)
+    monkeypatch.setattr(torch.version, 'cuda', '13.0')
+    monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
+    with pytest.raises(CudaUnavailableError, match='nvcc'):
+        load_cuda(SRC, get_sig('matmul', SRC), ['matmul'])
+
+
+def test_check_matmul_inputs_accepts_and_returns_sizes():
+    assert check_matmul_inputs(torch.rand(5, 7), torch.rand(7, 3), device='cpu') == (5, 7, 3)
+
+
+@pytest.mark.parametrize('m,n,err,match', [
+    (torch.rand(5, 7), torch.rand(6, 3), ValueError, 'size mismatch'),
+    (torch.rand(5, 7).double(), torch.rand(7, 3), TypeError, 'float32'),
+    (torch.rand(7, 5).t(), torch.rand(7, 3), ValueError, 'contiguous'),
+    (torch.rand(0, 7), torch.rand(7, 3), ValueError, 'empty'),
+    (torch.rand(5, 0), torch.rand(0, 3), ValueError, 'empty'),
+    (torch.rand(5), torch.rand(5, 3), ValueError, '2-D'),
+    ([[1.0]], torch.rand(1, 3), TypeError, 'torch.Tensor'),
+])
+def test_check_matmul_inputs_rejects(m, n, err, match):
+    with pytest.raises(err, match=match):
+        check_matmul_inputs(m, n, device='cpu')
+
+
+def test_check_matmul_inputs_wants_the_right_device():
+    with pytest.raises(ValueError, match='CUDA device'):
+        check_matmul_inputs(torch.rand(2, 2), torch.rand(2, 2), device='cuda')
+
+
+def test_extern_c_signatures_map_to_ctypes():
+    src = cuda_prelude + r'''
+extern "C" cudaError_t launch(const float* __restrict__ m, float *out, int h, size_t bytes, cudaStream_t stream) {
+    return cudaSuccess;
+}
+extern "C" int pick(int device) { return 16; }
+'''
+    funcs = {name: (ret, params) for name, ret, params in utils._extern_c_functions(src)}
+    assert funcs['launch'][0] == 'cudaError_t' and len(funcs['launch'][1]) == 5
+    assert [utils._c_type(p) for p in funcs['launch'][1]] == [
+        (ctypes.c_void_p, True), (ctypes.c_void_p, True), (ctypes.c_int, False), (ctypes.c_size_t, False),
+        (ctypes.c_void_p, False)]
+    assert funcs['pick'] == ('int', ['int device'])
+    with pytest.raises(TypeError, match='cannot pass'):
+        utils._c_type('struct thing t')
+
+
+@nvcc_needed
+def test_compile_cuda_builds_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + 'extern "C" int answer(int x) { return x + 41; }\n'
+    mod = compile_cuda(src, arch='sm_90')
+    assert mod.answer(1) == 42          # host code runs even without a GPU
+    again = compile_cuda(src, arch='sm_90')
+    assert again.path == mod.path        # same source: the cached library, no second compile
+    assert len(list(tmp_path.glob('*.so'))) == 1
+
+
+@nvcc_needed
+def test_compile_errors_are_short_and_point_at_the_line(tmp_path, monkeypatch):
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + textwrap.dedent('''
+        __global__ void k(float* out) {
+            out[threadIdx.x] = not_defined_anywhere;
+        }
+        ''')
+    with pytest.raises(CudaCompileError) as e:
+        compile_cuda(src, arch='sm_90')
+    msg = str(e.value)
+    line = src.splitlines().index('    out[threadIdx.x] = not_defined_anywhere;') + 1
+    assert f'your source, line {line}' in msg and 'not_defined_anywhere' in msg
+    assert len(msg.splitlines()) <= 4
+
+
+def test_import_notebook_runs_only_export_cells():
+    nb = import_notebook('01')
+    assert callable(nb.matmul_2d) and 'matmul_k' in nb.naive_cuda_src
+    assert not hasattr(nb, 'm1')  # data cells are not exported
+    a, b = torch.rand(5, 7), torch.rand(7, 3)
+    torch.testing.assert_close(nb.matmul_2d(a, b), a @ b)
+
+
+def test_import_notebook_unknown_name():
+    with pytest.raises(FileNotFoundError):
+        import_notebook('99_no_such_notebook')
+
+
+@gpu
+def test_cuda_time_ms_measures_gpu_work():
+    x = torch.rand(2048, 2048, device='cuda')
+    small = utils.cuda_time_ms(torch.mm, x[:256, :256], x[:256, :256])
+    big = utils.cuda_time_ms(torch.mm, x, x)
+    assert 0 < small < big
+
+
+@gpu
+def test_compile_cuda_launch_and_errors(tmp_path, monkeypatch):
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + r'''
+__global__ void add_one_k(float* x, int n) { int i = blockIdx.x*blockDim.x + threadIdx.x; if (i < n) x[i] += 1; }
+extern "C" cudaError_t add_one(float* x, int n, int threads, cudaStream_t stream) {
+    add_one_k<<<cdiv(n, threads), threads, 0, stream>>>(x, n);
+    return cudaGetLastError();
+}
+'''
+    mod = compile_cuda(src)
+    x = torch.zeros(1000, device='cuda')
+    mod.add_one(x, x.numel(), 128)
+    assert torch.equal(x, torch.ones(1000, device='cuda'))
+    with pytest.raises(utils.CudaError, match='invalid'):
+        mod.add_one(x, x.numel(), 4096)
+    with pytest.raises(ValueError, match='CUDA tensor'):
+        mod.add_one(torch.zeros(10), 10, 128)
+    with pytest.raises(ValueError, match='contiguous'):
+        mod.add_one(torch.zeros(10, 10, device='cuda').t(), 100, 128)
+
+
+@gpu
+def test_kernel_output_shows_printf(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + r'''
+__global__ void hi_k() { printf("hi from thread %d\n", threadIdx.x); }
+extern "C" cudaError_t hi(int n) { hi_k<<<1, n>>>(); return cudaGetLastError(); }
+'''
+    mod = compile_cuda(src)
+    with utils.kernel_output():
+        mod.hi(3)
+    out = capsys.readouterr().out
+    assert sorted(out.splitlines()) == [f'hi from thread {i}' for i in range(3)]

@@ -1,0 +1,49 @@
+"""Execute notebooks top to bottom and save them with their outputs.
+
+    python tools/run_notebooks.py [--out DIR] [NOTEBOOK ...]
+
+By default runs every notebooks/NN_*.ipynb and writes the executed copies back in place, which is how
+the committed outputs are produced (on a GPU machine). With --out the copies go to DIR instead.
+Stops with exit code 1 if a cell raises, after saving the notebook up to that cell.
+"""
+import argparse, os, sys, time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(path, out_dir=None, timeout=900):
+    nb = nbformat.read(path, as_version=4)
+    env_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))
+    os.environ['PYTHONPATH'] = env_path
+    client = NotebookClient(nb, timeout=timeout, kernel_name='python3',
+                            resources={'metadata': {'path': str(path.parent)}})
+    t0, error = time.time(), None
+    try:
+        client.execute()
+    except Exception as e:
+        error = e
+    dest = Path(out_dir) / path.name if out_dir else path
+    nbformat.write(nb, dest)
+    print(f"{path.name}: {'FAILED' if error else 'ok'} in {time.time() - t0:.0f} s -> {dest}", flush=True)
+    if error: print(str(error)[-3000:], file=sys.stderr)
+    return error is None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument('notebooks', nargs='*', type=Path)
+    ap.add_argument('--out', help='folder for the executed copies (default: overwrite in place)')
+    ap.add_argument('--timeout', type=int, default=900, help='seconds per cell')
+    a = ap.parse_args()
+    paths = a.notebooks or sorted((ROOT / 'notebooks').glob('[0-9]*.ipynb'))
+    if a.out: Path(a.out).mkdir(parents=True, exist_ok=True)
+    ok = [run(p.resolve(), a.out, a.timeout) for p in paths]
+    sys.exit(0 if all(ok) else 1)
+
+
+if __name__ == '__main__':
+    main()
