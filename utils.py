@@ -4,8 +4,9 @@ The first block is a drop-in for the lecture's own `utils.py`: the same names, a
 defaults (`cdiv`, `dim3`, `show_img`, `cuda_begin`, `get_sig`, `load_cuda`), so the lecture's
 notebooks run unchanged on it. The rest is what several of our notebooks need:
 
-- `%%needs_gpu`: a cell magic for the few cells that truly need a CUDA GPU. With a GPU the cell runs
-  as if the magic were not there; without one it prints a single line saying why it was skipped.
+- `%%needs_gpu` (and `%%needs_nvcc`): cell magics for the cells that truly need a CUDA GPU (or the
+  CUDA compiler). Where it is there the cell runs as if the magic were not; elsewhere it prints a single
+  line saying what is missing and that the cell was skipped.
 - `compile_cuda`: the fast way to compile a kernel (a plain `.cu` with `extern "C"` launchers, built
   by nvcc for this GPU only and loaded with ctypes), a few seconds instead of a minute.
 - `check_matmul_inputs`: the input checks every matmul wrapper of the course shares.
@@ -158,7 +159,7 @@ def _compile_errors(log, sources, build_root=None):
 # Running a cell only where there is a GPU
 # --------------------------------------------------------------------------------------------------
 
-SKIP_MARK = '[needs a GPU]'
+SKIP_MARK = '[skipped here]'
 
 
 def gpu_available():
@@ -167,14 +168,26 @@ def gpu_available():
     return torch.cuda.is_available()
 
 
-def needs_gpu(line, cell):
-    """Cell magic `%%needs_gpu [why]`: run the cell where there is a CUDA GPU, and otherwise print
-    one line saying it was skipped and why. The test harness counts those lines as skipped cells."""
-    from IPython import get_ipython
-    if gpu_available():
-        get_ipython().run_cell(cell, store_history=False)
-    else:
-        print(f"{SKIP_MARK} skipped on this machine (no CUDA GPU): {line.strip() or 'this cell runs on the GPU'}")
+def nvcc_available():
+    "True when the CUDA compiler nvcc is installed (it compiles kernels even where there is no GPU)."
+    return _nvcc_path() is not None
+
+
+# Each cell magic runs its cell where the requirement holds, and otherwise prints one line that says
+# what is missing and that the cell was skipped. The test harness counts those lines as skipped cells.
+CELL_REQUIREMENTS = {'needs_gpu': (gpu_available, 'no CUDA GPU'),
+                     'needs_nvcc': (nvcc_available, 'no nvcc, the CUDA compiler')}
+
+
+def _requirement_magic(name):
+    available, missing = CELL_REQUIREMENTS[name]
+    def magic(line, cell):
+        from IPython import get_ipython
+        if available(): get_ipython().run_cell(cell, store_history=False)
+        else: print(f"{SKIP_MARK} {missing} on this machine, so this cell did not run: {line.strip() or name}")
+    magic.__name__ = name
+    magic.__doc__ = f"Cell magic `%%{name} [what the cell does]`: run the cell only where there is {missing[3:]}."
+    return magic
 
 
 def _register_magics():
@@ -183,7 +196,8 @@ def _register_magics():
     except ImportError:
         return
     ip = get_ipython()
-    if ip is not None: ip.register_magic_function(needs_gpu, magic_kind='cell')
+    if ip is None: return
+    for name in CELL_REQUIREMENTS: ip.register_magic_function(_requirement_magic(name), magic_kind='cell')
 
 
 _register_magics()

@@ -2,9 +2,9 @@
 
 Each notebook is executed once by nbclient in a temporary copy of notebooks/ and images/ (the
 committed notebooks are never rewritten). `test_runs_top_to_bottom` passes when no cell raised.
-Cells that begin with `%%needs_gpu` get a test of their own: on a CPU-only machine it is reported as
-SKIPPED with the cell's reason (it printed the skip line, it did not run), and on a GPU machine it
-checks the cell really ran. Set NOTEBOOK_TIMEOUT (seconds per cell) to change the default of 900.
+Cells that begin with `%%needs_gpu` (or `%%needs_nvcc`) get a test of their own: on a machine without
+a GPU (or nvcc) it is reported as SKIPPED with the cell's reason (it printed the skip line, it did not
+run), and where the GPU (or nvcc) is present it checks the cell really ran. Set NOTEBOOK_TIMEOUT (seconds per cell) to change the default of 900.
 """
 import json, os, shutil
 from pathlib import Path
@@ -14,7 +14,9 @@ import pytest
 from nbclient import NotebookClient
 
 from conftest import HAS_GPU, ROOT
-from utils import SKIP_MARK
+from utils import SKIP_MARK, nvcc_available
+
+AVAILABLE = {'needs_gpu': HAS_GPU, 'needs_nvcc': nvcc_available()}
 
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('[0-9]*.ipynb'))
 CELL_TIMEOUT = int(os.environ.get('NOTEBOOK_TIMEOUT', 900))
@@ -22,13 +24,14 @@ _executed = {}
 
 
 def gpu_cells(path):
-    "(index, reason) of each code cell that starts with the %%needs_gpu magic."
+    "(index, magic, reason) of each code cell that starts with %%needs_gpu or %%needs_nvcc."
     nb = json.loads(path.read_text())
     cells = [c for c in nb['cells'] if c['cell_type'] == 'code']
     out = []
     for i, c in enumerate(cells):
         first = ''.join(c['source']).lstrip().split('\n', 1)[0]
-        if first.startswith('%%needs_gpu'): out.append((i, first[len('%%needs_gpu'):].strip()))
+        magic = first[2:].split(' ', 1)[0] if first.startswith('%%') else ''
+        if magic in AVAILABLE: out.append((i, magic, first[len(magic) + 2:].strip()))
     return out
 
 
@@ -59,23 +62,23 @@ def cell_text(cell):
 def test_runs_top_to_bottom(path, tmp_path_factory):
     cells, error = execute(path, tmp_path_factory)
     assert error is None, f"{path.name} failed:\n{error}"
-    gpu_idx = {i for i, _ in gpu_cells(path)}
+    gpu_idx = {i for i, _, _ in gpu_cells(path)}
     stray = [i for i, c in enumerate(cells) if SKIP_MARK in cell_text(c) and i not in gpu_idx]
     assert not stray, f"cells {stray} printed the GPU skip line without being %%needs_gpu cells"
 
 
-GPU_CELLS = [(p, i, why) for p in NOTEBOOKS for i, why in gpu_cells(p)]
+GPU_CELLS = [(p, i, magic, why) for p in NOTEBOOKS for i, magic, why in gpu_cells(p)]
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize('path,index,why', GPU_CELLS, ids=[f'{p.stem}-cell{i}' for p, i, _ in GPU_CELLS])
-def test_gpu_cell(path, index, why, tmp_path_factory):
+@pytest.mark.parametrize('path,index,magic,why', GPU_CELLS, ids=[f'{p.stem}-cell{i}' for p, i, _, _ in GPU_CELLS])
+def test_gpu_cell(path, index, magic, why, tmp_path_factory):
     cells, error = execute(path, tmp_path_factory)
     if error is not None and cells[index].get('execution_count') is None:
         pytest.fail(f"not reached: the notebook stopped earlier ({type(error).__name__})")
     text = cell_text(cells[index])
-    if not HAS_GPU:
-        assert SKIP_MARK in text, f"cell {index} should have printed the skip line on a CPU-only machine"
-        pytest.skip(f"{path.stem} cell {index} needs a GPU: {why}")
-    assert SKIP_MARK not in text, f"cell {index} was skipped although a GPU is present"
+    if not AVAILABLE[magic]:
+        assert SKIP_MARK in text, f"cell {index} should have printed the skip line on this machine"
+        pytest.skip(f"{path.stem} cell {index} %%{magic} ({why}): {'no GPU' if magic == 'needs_gpu' else 'no nvcc'} here")
+    assert SKIP_MARK not in text, f"cell {index} was skipped although this machine has what it needs"
     assert not any(o.get('output_type') == 'error' for o in cells[index].get('outputs', []))

@@ -1,0 +1,104 @@
+"""The CUDA C kernels of notebooks 01 and 05-07, taken from the notebooks' `#| export` cells.
+
+Where nvcc exists (CI has it, without a GPU) every fast-path source is compiled, which checks it.
+On a GPU each kernel is checked against torch on the lecture problem and awkward shapes, and each
+wrapper must reject bad input with a clear error."""
+import pytest
+import torch
+
+import utils
+from conftest import gpu
+from utils import import_notebook
+
+NB = {name: import_notebook(name) for name in ('01', '05', '06', '07')}
+SOURCES = {'05': NB['05'].dyn_cuda_src, '06': NB['06'].static_cuda_src, '07': NB['07'].tmpl_cuda_src}
+nvcc_needed = pytest.mark.skipif(not utils.nvcc_available(), reason="needs nvcc (the CUDA compiler), not found here")
+
+
+@nvcc_needed
+@pytest.mark.parametrize('nb', sorted(SOURCES))
+def test_fast_path_sources_compile(nb):
+    mod = utils.compile_cuda(SOURCES[nb], arch='sm_90')
+    assert set(mod.functions) >= {'05': {'matmul_dyn', 'largest_tile_width'}, '06': {'matmul_static'},
+                                  '07': {'matmul_tmpl'}}[nb]
+
+
+@nvcc_needed
+def test_template_instantiations_are_all_compiled():
+    kind, text = utils.cuda_disassembly(SOURCES['07'], arch='sm_90')
+    for tw in (8, 16, 32):
+        assert utils.kernel_listing((kind, text), f'matmul_tmpl_kILi{tw}E'), f"no code for matmul_tmpl_k<{tw}>"
+
+
+@nvcc_needed
+def test_constant_tile_width_unrolls_the_inner_loop():
+    "The evidence of notebook 07: 16 fused multiply-adds in a row for tw=16, a loop for a runtime tw."
+    nb07 = NB['07']
+    dyn = utils.cuda_disassembly(SOURCES['05'], arch='sm_90')
+    tmpl = utils.cuda_disassembly(SOURCES['07'], arch='sm_90')
+    c_dyn = nb07.opcode_counts(dyn[0], utils.kernel_listing(dyn, 'matmul_dyn_k'))
+    c_tmpl = nb07.opcode_counts(tmpl[0], utils.kernel_listing(tmpl, 'matmul_tmpl_kILi16E'))
+    assert c_tmpl['fused multiply-add'] >= 16 > c_dyn['fused multiply-add']
+
+
+def gpu_wrappers():
+    return {'01 naive (load_cuda)': lambda m, n: naive_module().matmul(m, n),
+            '05 dynamic': NB['05'].matmul_dyn, '06 static': NB['06'].matmul_static,
+            '07 template tw=8': lambda m, n: NB['07'].matmul_tmpl(m, n, tw=8),
+            '07 template tw=16': NB['07'].matmul_tmpl,
+            '07 template tw=32': lambda m, n: NB['07'].matmul_tmpl(m, n, tw=32)}
+
+
+_naive = []
+
+
+def naive_module():
+    if not _naive:
+        nb = NB['01']
+        _naive.append(utils.load_cuda(nb.naive_cuda_src, nb.naive_cpp_src, nb.naive_funcs))
+    return _naive[0]
+
+
+SHAPES = [(5120, 256, 5120), (1000, 300, 700), (1, 300, 700), (1000, 300, 1), (33, 17, 31), (1, 1, 1)]
+WRAPPERS = ['01 naive (load_cuda)', '05 dynamic', '06 static', '07 template tw=8', '07 template tw=16', '07 template tw=32']
+
+
+@gpu
+@pytest.mark.parametrize('name', WRAPPERS)
+@pytest.mark.parametrize('shape', SHAPES, ids=[f'{h}x{k}@{k}x{w}' for h, k, w in SHAPES])
+def test_kernels_match_torch(name, shape):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    h, k, w = shape
+    m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+    ref = (m.double() @ n.double()).float()
+    out = gpu_wrappers()[name](m, n)
+    assert out.shape == (h, w)
+    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * k ** 0.5)
+
+
+@gpu
+@pytest.mark.parametrize('name', WRAPPERS)
+def test_wrappers_reject_bad_input(name):
+    f = gpu_wrappers()[name]
+    good = torch.rand(8, 8, device='cuda')
+    bad = {'CPU tensor': (torch.rand(8, 8), good), 'non-contiguous': (torch.rand(8, 8, device='cuda').t(), good),
+           'float64': (good.double(), good), 'size mismatch': (torch.rand(8, 5, device='cuda'), good),
+           'empty': (torch.rand(0, 8, device='cuda'), good)}
+    for what, args in bad.items():
+        with pytest.raises((ValueError, TypeError, RuntimeError)) as e:
+            f(*args)
+        assert len(str(e.value).splitlines()[0]) < 200, what
+    torch.cuda.synchronize()  # nothing was launched wrongly: the context is healthy
+
+
+@gpu
+def test_template_rejects_an_uncompiled_tile_width():
+    with pytest.raises(ValueError, match='not compiled in'):
+        NB['07'].matmul_tmpl(torch.rand(8, 8, device='cuda'), torch.rand(8, 8, device='cuda'), tw=12)
+
+
+@gpu
+def test_largest_tile_width_fits_the_device():
+    tw = NB['05'].dyn_module().largest_tile_width(0)
+    p = torch.cuda.get_device_properties(0)
+    assert tw * tw <= p.max_threads_per_block < (tw + 1) ** 2 or 2 * (tw + 1) ** 2 * 4 > p.shared_memory_per_block
