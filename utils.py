@@ -436,17 +436,20 @@ def import_notebook(name):
 # --------------------------------------------------------------------------------------------------
 
 
-def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0):
+def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None):
     """Median time of `fn(*args)` in milliseconds, measured with CUDA events around each call after
-    `warmup` calls; stops early once `max_seconds` of timed calls have run (for slow kernels)."""
+    `warmup` calls; stops early once `max_seconds` of timed calls have run (for slow kernels).
+    With `arg_sets` (a list of argument tuples) the calls rotate through them, so that inputs small
+    enough to stay in the GPU's L2 cache between calls do not make the kernel look faster than it is."""
     import torch
-    for _ in range(warmup): fn(*args)
+    arg_sets = arg_sets or [args]
+    for i in range(warmup): fn(*arg_sets[i % len(arg_sets)])
     torch.cuda.synchronize()
     times = []
-    for _ in range(reps):
+    for i in range(reps):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn(*args)
+        fn(*arg_sets[i % len(arg_sets)])
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
