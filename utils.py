@@ -183,7 +183,9 @@ def _requirement_magic(name):
     available, missing = CELL_REQUIREMENTS[name]
     def magic(line, cell):
         from IPython import get_ipython
-        if available(): get_ipython().run_cell(cell, store_history=False)
+        if available():
+            result = get_ipython().run_cell(cell, store_history=False)
+            result.raise_error()  # an error in the cell is an error of the cell, for Jupyter and for nbclient
         else: print(f"{SKIP_MARK} {missing} on this machine, so this cell did not run: {line.strip() or name}")
     magic.__name__ = name
     magic.__doc__ = f"Cell magic `%%{name} [what the cell does]`: run the cell only where there is {missing[3:]}."
