@@ -14,7 +14,7 @@ notebooks run unchanged on it. The rest is what several of our notebooks need:
   very kernels the notebooks teach instead of copies of them.
 - `cuda_time_ms` and `kernel_output`: timing with CUDA events, and showing a kernel's printf.
 """
-import ctypes, hashlib, json, math, os, re, shutil, subprocess, sys, tempfile, types
+import ctypes, functools, hashlib, json, math, os, re, shutil, subprocess, sys, tempfile, types
 from collections import namedtuple
 from pathlib import Path
 
@@ -348,8 +348,7 @@ def nvcc(args, src, suffix, what='compile_cuda'):
     compiler give the same file, so a restarted notebook reuses it). Errors come back short."""
     _require_cuda(what, need_gpu=False)
     exe = _nvcc_path()
-    version = subprocess.run([exe, '--version'], capture_output=True, text=True).stdout
-    key = hashlib.sha256('\0'.join([src, *args, version]).encode()).hexdigest()[:16]
+    key = hashlib.sha256('\0'.join([src, *args, _nvcc_version(exe)]).encode()).hexdigest()[:16]
     out = cache_dir() / f'k_{key}{suffix}'
     if out.exists(): return out
     with tempfile.TemporaryDirectory() as tmp:
@@ -362,6 +361,12 @@ def nvcc(args, src, suffix, what='compile_cuda'):
             raise CudaCompileError(msg or res.stderr.strip()[-3000:])
         shutil.move(str(tmp_out), out)
     return out
+
+
+@functools.lru_cache(maxsize=None)
+def _nvcc_version(exe):
+    "nvcc's version text, asked once per process: it is part of every cache key."
+    return subprocess.run([exe, '--version'], capture_output=True, text=True).stdout
 
 
 def compile_cuda(cuda_src, opt=True, arch=None, extra_flags=()):

@@ -29,16 +29,14 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    import torch
     nb = import_notebook('09')
-    kernels = {**nb.course_kernels(), **nb.reference_kernels()}
-    rows = nb.table(nb.time_all(kernels, 5120, 256, 5120), 2 * 5120 * 5120 * 256)
+    kernels = nb.all_kernels()
+    rows = nb.lecture_benchmark(kernels)
     nb.print_table(rows)
     images = ROOT / 'images'
-    nb.bar_chart(rows, f"5120x256 @ 256x5120, float32\n{nb.device_title()}", images / 'bench_lecture.png')
+    nb.bar_chart(rows, images / 'bench_lecture.png')
     if not a.quick:
-        sweep = {n: f for n, f in kernels.items() if 'zeros' not in n}
-        rates = nb.size_sweep(sweep)
+        rates = nb.size_sweep(kernels)
         nb.sweep_chart(rates, nb.SIZES, images / 'bench_sizes.png')
         nb.roofline_chart(nb.measure_ceilings(), rows, rates, nb.SIZES, images / 'roofline.png')
     if a.readme:

@@ -5,8 +5,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-# Kernels started by the notebook harness import utils from the repo, whatever their working folder.
-os.environ['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))
 # Compiled kernels go to a cache inside the test session unless the caller chose one.
 os.environ.setdefault('COURSE_CUDA_CACHE', str(ROOT / 'build' / 'cuda-cache'))
 

@@ -3,6 +3,8 @@
 Where nvcc exists (CI has it, without a GPU) every fast-path source is compiled, which checks it.
 On a GPU each kernel is checked against torch on the lecture problem and awkward shapes, and each
 wrapper must reject bad input with a clear error."""
+import functools
+
 import pytest
 import torch
 
@@ -49,14 +51,10 @@ def gpu_wrappers():
             '07 template tw=32': lambda m, n: NB['07'].matmul_tmpl(m, n, tw=32)}
 
 
-_naive = []
-
-
+@functools.cache
 def naive_module():
-    if not _naive:
-        nb = NB['01']
-        _naive.append(utils.load_cuda(nb.naive_cuda_src, nb.naive_cpp_src, nb.naive_funcs))
-    return _naive[0]
+    nb = NB['01']
+    return utils.load_cuda(nb.naive_cuda_src, nb.naive_cpp_src, nb.naive_funcs)
 
 
 SHAPES = [(5120, 256, 5120), (1000, 300, 700), (1, 300, 700), (1000, 300, 1), (33, 17, 31), (1, 1, 1)]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from conftest import HAS_GPU, ROOT
+from tools.run_notebooks import execute_notebook
 from utils import SKIP_MARK, nvcc_available
 
 AVAILABLE = {'needs_gpu': HAS_GPU, 'needs_nvcc': nvcc_available()}
@@ -23,7 +23,7 @@ CELL_TIMEOUT = int(os.environ.get('NOTEBOOK_TIMEOUT', 900))
 _executed = {}
 
 
-def gpu_cells(path):
+def guarded_cells(path):
     "(index, magic, reason) of each code cell that starts with %%needs_gpu or %%needs_nvcc."
     nb = json.loads(path.read_text())
     cells = [c for c in nb['cells'] if c['cell_type'] == 'code']
@@ -42,13 +42,7 @@ def execute(path, tmp_path_factory):
         shutil.copytree(ROOT / 'notebooks', work / 'notebooks')
         shutil.copytree(ROOT / 'images', work / 'images')
         nb = nbformat.read(work / 'notebooks' / path.name, as_version=4)
-        client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name='python3',
-                                resources={'metadata': {'path': str(work / 'notebooks')}})
-        error = None
-        try:
-            client.execute()
-        except Exception as e:  # the cell's error text is in the exception
-            error = e
+        error = execute_notebook(nb, work / 'notebooks', CELL_TIMEOUT)
         _executed[path] = ([c for c in nb.cells if c.cell_type == 'code'], error)
     return _executed[path]
 
@@ -62,17 +56,17 @@ def cell_text(cell):
 def test_runs_top_to_bottom(path, tmp_path_factory):
     cells, error = execute(path, tmp_path_factory)
     assert error is None, f"{path.name} failed:\n{error}"
-    gpu_idx = {i for i, _, _ in gpu_cells(path)}
-    stray = [i for i, c in enumerate(cells) if SKIP_MARK in cell_text(c) and i not in gpu_idx]
-    assert not stray, f"cells {stray} printed the GPU skip line without being %%needs_gpu cells"
+    guarded = {i for i, _, _ in guarded_cells(path)}
+    stray = [i for i, c in enumerate(cells) if SKIP_MARK in cell_text(c) and i not in guarded]
+    assert not stray, f"cells {stray} printed the skip line without being %%needs_gpu or %%needs_nvcc cells"
 
 
-GPU_CELLS = [(p, i, magic, why) for p in NOTEBOOKS for i, magic, why in gpu_cells(p)]
+GUARDED_CELLS = [(p, i, magic, why) for p in NOTEBOOKS for i, magic, why in guarded_cells(p)]
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize('path,index,magic,why', GPU_CELLS, ids=[f'{p.stem}-cell{i}' for p, i, _, _ in GPU_CELLS])
-def test_gpu_cell(path, index, magic, why, tmp_path_factory):
+@pytest.mark.parametrize('path,index,magic,why', GUARDED_CELLS, ids=[f'{p.stem}-cell{i}' for p, i, _, _ in GUARDED_CELLS])
+def test_guarded_cell(path, index, magic, why, tmp_path_factory):
     cells, error = execute(path, tmp_path_factory)
     if error is not None and cells[index].get('execution_count') is None:
         pytest.fail(f"not reached: the notebook stopped earlier ({type(error).__name__})")

@@ -5,6 +5,7 @@
 By default runs every notebooks/NN_*.ipynb and writes the executed copies back in place, which is how
 the committed outputs are produced (on a GPU machine). With --out the copies go to DIR instead.
 Stops with exit code 1 if a cell raises, after saving the notebook up to that cell.
+`execute_notebook` is also what the test suite runs each notebook with.
 """
 import argparse, os, sys, time
 from pathlib import Path
@@ -15,17 +16,27 @@ from nbclient import NotebookClient
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def run(path, out_dir=None, timeout=900):
-    nb = nbformat.read(path, as_version=4)
-    env_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get('PYTHONPATH')]))
-    os.environ['PYTHONPATH'] = env_path
-    client = NotebookClient(nb, timeout=timeout, kernel_name='python3',
-                            resources={'metadata': {'path': str(path.parent)}})
-    t0, error = time.time(), None
+def use_repo_utils():
+    "Let the kernels nbclient starts import utils from this repository, whatever their working folder."
+    paths = os.environ.get('PYTHONPATH', '').split(os.pathsep)
+    if str(ROOT) not in paths: os.environ['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), *paths]))
+
+
+def execute_notebook(nb, workdir, timeout=900):
+    "Run notebook `nb` (nbformat object, filled with outputs in place) in folder `workdir`; return the error or None."
+    use_repo_utils()
+    client = NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(workdir)}})
     try:
         client.execute()
-    except Exception as e:
-        error = e
+    except Exception as e:  # the failing cell's error text is in the exception
+        return e
+    return None
+
+
+def run(path, out_dir=None, timeout=900):
+    nb = nbformat.read(path, as_version=4)
+    t0 = time.time()
+    error = execute_notebook(nb, path.parent, timeout)
     dest = Path(out_dir) / path.name if out_dir else path
     nbformat.write(nb, dest)
     print(f"{path.name}: {'FAILED' if error else 'ok'} in {time.time() - t0:.0f} s -> {dest}", flush=True)
