@@ -41,6 +41,7 @@ def show_img(x, figsize=(4, 3), **kwargs):
 
 # The prelude every lecture-style CUDA source starts with. `CUDA_ERR` raises a Python exception
 # (through TORCH_CHECK) instead of calling exit(): a failed CUDA call must not kill the Jupyter kernel.
+# Keep TORCH_CHECK messages in such sources to one C string: see gpuAssert.
 cuda_begin = r'''
 #include <torch/extension.h>
 #include <stdio.h>
@@ -51,7 +52,13 @@ cuda_begin = r'''
 #define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
 #define CUDA_ERR(ans) { gpuAssert((ans), __FILE__, __LINE__); }
 inline void gpuAssert(cudaError_t code, const char *file, int line) {
-    TORCH_CHECK(code == cudaSuccess, "CUDA error: ", cudaGetErrorString(code), " at ", file, ":", line);
+    if (code == cudaSuccess) return;
+    // One ready-made C string for TORCH_CHECK: a message of several parts, thrown from a .cu file,
+    // crashed the process with torch 2.11 and nvcc 13.0 (measured on an H100).
+    char buf[512];
+    snprintf(buf, sizeof(buf), "CUDA error: %s at %s:%d", cudaGetErrorString(code), file, line);
+    const char *msg = buf;
+    TORCH_CHECK(false, msg);
 }
 __host__ __device__ inline unsigned int cdiv(unsigned int a, unsigned int b) { return (a+b-1)/b; }
 '''

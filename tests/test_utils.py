@@ -217,3 +217,11 @@ extern "C" cudaError_t hi(int n) { hi_k<<<1, n>>>(); return cudaGetLastError(); 
         mod.hi(3)
     out = capsys.readouterr().out
     assert sorted(out.splitlines()) == [f'hi from thread {i}' for i in range(3)]
+
+
+@gpu
+def test_cuda_err_in_cuda_begin_raises_a_python_error():
+    src = cuda_begin + 'void fail() { CUDA_ERR(cudaErrorInvalidValue); }\n'
+    mod = load_cuda(src, get_sig('fail', src), ['fail'], name='course_cuda_err_test')
+    with pytest.raises(RuntimeError, match=r'CUDA error: invalid argument at .*cuda\.cu:\d+'):
+        mod.fail()
