@@ -10,7 +10,8 @@ from utils import import_notebook
 nb08 = import_notebook('08')
 DEVICE = nb08.DEVICE
 KERNELS = {'dynamic (lecture)': nb08.matmul_numba_dyn, 'static': nb08.matmul_numba_static,
-           'static fastmath': functools.partial(nb08.matmul_numba_static, fastmath=True)}
+           'static fastmath': functools.partial(nb08.matmul_numba_static, fastmath=True),
+           'static unsigned indices': nb08.matmul_numba_unsigned}
 
 
 def test_simulator_is_on_exactly_when_there_is_no_gpu():
@@ -42,3 +43,23 @@ def test_numba_wrappers_reject_bad_input(name):
     for args, err in cases:
         with pytest.raises(err):
             f(*args)
+
+
+def test_kernel_factory_compiles_once_per_configuration():
+    "However its arguments are passed, one (tw, index, fastmath) gives one kernel object, compiled once."
+    assert nb08.static_numba_kernel(8) is nb08.static_numba_kernel(8, nb08.numba.int64, False)
+    assert nb08.static_numba_kernel(8, index=nb08.numba.uint64) is nb08.static_numba_kernel(8, nb08.numba.uint64)
+    assert nb08.static_numba_kernel(8) is not nb08.static_numba_kernel(8, nb08.numba.uint64)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="reads the PTX compiled for the GPU")
+def test_unsigned_indices_remove_the_negative_index_fix_up():
+    "The evidence notebook 08 shows: signed indices get a sign test (shr.s64 by 63) in the PTX, unsigned ones none."
+    m = torch.rand(40, 24, device='cuda')
+    ptx = {}
+    for index in (nb08.numba.int64, nb08.numba.uint64):
+        nb08.matmul_numba_static(m, m.t().contiguous(), index=index)
+        ptx[index] = '\n'.join(nb08.static_numba_kernel(16, index).inspect_asm().values())
+    assert ', 63;' in ptx[nb08.numba.int64] and 'shr.s64' in ptx[nb08.numba.int64]
+    assert 'shr.s64' not in ptx[nb08.numba.uint64]
+    assert ptx[nb08.numba.int64].count('fma.rn') == ptx[nb08.numba.uint64].count('fma.rn') == 16

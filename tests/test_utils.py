@@ -1,5 +1,5 @@
 "Unit tests for utils.py, the helper module every notebook shares."
-import ctypes, os, shutil, textwrap
+import ctypes, os, shutil, textwrap, time
 
 import pytest
 import torch
@@ -181,6 +181,19 @@ def test_cuda_time_ms_measures_gpu_work():
     small = utils.cuda_time_ms(torch.mm, x[:256, :256], x[:256, :256])
     big = utils.cuda_time_ms(torch.mm, x, x)
     assert 0 < small < big
+
+
+@gpu
+def test_cuda_time_ms_back_to_back_hides_cpu_time_before_the_kernel():
+    x = torch.rand(4096, 4096, device='cuda')
+    def slow_to_launch(a):
+        time.sleep(0.002)          # 2 ms of CPU work before the kernel, which takes about as long
+        return a @ a
+    alone = utils.cuda_time_ms(slow_to_launch, x, reps=10)
+    queued = utils.cuda_time_ms(slow_to_launch, x, reps=10, back_to_back=10)
+    kernel = utils.cuda_time_ms(torch.mm, x, x, reps=10, back_to_back=10)
+    assert alone > kernel + 1.5             # the sleep counts when each call starts on an idle GPU
+    assert queued < alone
 
 
 @gpu
