@@ -63,3 +63,12 @@ def test_unsigned_indices_remove_the_negative_index_fix_up():
     assert ', 63;' in ptx[nb08.numba.int64] and 'shr.s64' in ptx[nb08.numba.int64]
     assert 'shr.s64' not in ptx[nb08.numba.uint64]
     assert ptx[nb08.numba.int64].count('fma.rn') == ptx[nb08.numba.uint64].count('fma.rn') == 16
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")
+def test_graphed_numba_call_replays_on_new_inputs():
+    m, n = torch.rand(70, 33, device='cuda'), torch.rand(33, 45, device='cuda')
+    replay, out = nb08.graphed(nb08.matmul_numba_unsigned, m, n)
+    m.copy_(torch.rand_like(m)); n.copy_(torch.rand_like(n))
+    replay()
+    torch.testing.assert_close(out, (m.double() @ n.double()).float(), rtol=1e-4, atol=1e-4)
