@@ -14,7 +14,7 @@ notebooks run unchanged on it. The rest is what several of our notebooks need:
   very kernels the notebooks teach instead of copies of them.
 - `cuda_time_ms` and `kernel_output`: timing with CUDA events, and showing a kernel's printf.
 """
-import ctypes, functools, hashlib, json, math, os, re, shutil, subprocess, sys, tempfile, types
+import ctypes, functools, hashlib, itertools, json, math, os, re, shutil, subprocess, sys, tempfile, types
 from collections import namedtuple
 from pathlib import Path
 
@@ -464,7 +464,7 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
     enough to stay in the GPU's L2 cache between calls do not make the kernel look faster than it is."""
     import torch
     arg_sets = arg_sets or [args]
-    calls = iter(range(10**12))
+    calls = itertools.count()
     def call(): fn(*arg_sets[next(calls) % len(arg_sets)])
     for _ in range(warmup): call()
     torch.cuda.synchronize()

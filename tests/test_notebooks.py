@@ -12,11 +12,12 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import HAS_GPU, ROOT
+from conftest import ROOT
 from tools.run_notebooks import execute_notebook
-from utils import SKIP_MARK, nvcc_available
+from utils import CELL_REQUIREMENTS, SKIP_MARK
 
-AVAILABLE = {'needs_gpu': HAS_GPU, 'needs_nvcc': nvcc_available()}
+# What each cell magic needs, asked once, by the same functions the magics use in the notebooks.
+AVAILABLE = {magic: available() for magic, (available, _) in CELL_REQUIREMENTS.items()}
 
 NOTEBOOKS = sorted((ROOT / 'notebooks').glob('[0-9]*.ipynb'))
 CELL_TIMEOUT = int(os.environ.get('NOTEBOOK_TIMEOUT', 900))
@@ -73,6 +74,6 @@ def test_guarded_cell(path, index, magic, why, tmp_path_factory):
     text = cell_text(cells[index])
     if not AVAILABLE[magic]:
         assert SKIP_MARK in text, f"cell {index} should have printed the skip line on this machine"
-        pytest.skip(f"{path.stem} cell {index} %%{magic} ({why}): {'no GPU' if magic == 'needs_gpu' else 'no nvcc'} here")
+        pytest.skip(f"{path.stem} cell {index} %%{magic} ({why}) did not run here: {CELL_REQUIREMENTS[magic][1]}")
     assert SKIP_MARK not in text, f"cell {index} was skipped although this machine has what it needs"
     assert not any(o.get('output_type') == 'error' for o in cells[index].get('outputs', []))
