@@ -1,15 +1,17 @@
-"Unit tests for utils.py, the helper module every notebook shares."
+"Unit tests for utils.py, the helper module every notebook shares, and the course package behind it."
 import ctypes, os, shutil, textwrap, time
 
 import pytest
 import torch
 
+import course.cuda_toolkit
 import utils
+from course.cuda_library import c_type, extern_c_functions
 from conftest import HAS_GPU, gpu
 from utils import (CudaCompileError, CudaUnavailableError, cdiv, check_matmul_inputs, compile_cuda,
                    cuda_begin, cuda_prelude, dim3, get_sig, import_notebook, load_cuda)
 
-HAS_NVCC = utils._nvcc_path() is not None
+HAS_NVCC = utils.nvcc_available()
 nvcc_needed = pytest.mark.skipif(not HAS_NVCC, reason="needs nvcc (the CUDA compiler), not found here")
 
 
@@ -88,7 +90,7 @@ def test_load_cuda_without_gpu_fails_at_once_in_one_sentence():
 
 
 def test_load_cuda_without_nvcc_says_so(monkeypatch):
-    monkeypatch.setattr(utils, '_nvcc_path', lambda: None)
+    monkeypatch.setattr(course.cuda_toolkit, 'nvcc_path', lambda: None)
     monkeypatch.setattr(torch.version, 'cuda', '13.0')
     monkeypatch.setattr(torch.cuda, 'is_available', lambda: True)
     with pytest.raises(CudaUnavailableError, match='nvcc'):
@@ -125,14 +127,14 @@ extern "C" cudaError_t launch(const float* __restrict__ m, float *out, int h, si
 }
 extern "C" int pick(int device) { return 16; }
 '''
-    funcs = {name: (ret, params) for name, ret, params in utils._extern_c_functions(src)}
+    funcs = {name: (ret, params) for name, ret, params in extern_c_functions(src)}
     assert funcs['launch'][0] == 'cudaError_t' and len(funcs['launch'][1]) == 5
-    assert [utils._c_type(p) for p in funcs['launch'][1]] == [
+    assert [c_type(p) for p in funcs['launch'][1]] == [
         (ctypes.c_void_p, True), (ctypes.c_void_p, True), (ctypes.c_int, False), (ctypes.c_size_t, False),
         (ctypes.c_void_p, False)]
     assert funcs['pick'] == ('int', ['int device'])
     with pytest.raises(TypeError, match='cannot pass'):
-        utils._c_type('struct thing t')
+        c_type('struct thing t')
 
 
 @nvcc_needed

@@ -1,0 +1,19 @@
+"""The machinery behind the course's notebooks, one concern per module.
+
+`utils.py` (next to the notebooks' folder) is what a learner opens beside the lecture: the lecture's
+own helpers, and imports of what the notebooks use from here.
+
+| module | what it holds |
+| --- | --- |
+| `cuda_toolkit` | finding nvcc and the GPU; the one-sentence error when either is missing; the kernel cache folder |
+| `compile_errors` | turning a compiler's log into short errors that point at the learner's line |
+| `cuda_library` | `compile_cuda`: a plain `.cu` built by nvcc into a shared library, its launchers called with ctypes |
+| `disassembly` | the machine code (SASS) or PTX that nvcc makes of a source, and one kernel's part of it |
+| `cell_magics` | `%%needs_gpu` and `%%needs_nvcc`: run a cell only where the GPU or nvcc is there |
+| `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
+| `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
+| `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
+| `timing` | `cuda_time_ms`: timing with CUDA events |
+| `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
+| `drawings` | the figures the notebooks draw |
+"""

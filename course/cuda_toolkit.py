@@ -1,0 +1,65 @@
+"Where the CUDA compiler and the GPU are, and a clear error when one is missing."
+import functools, os, shutil, subprocess
+from pathlib import Path
+
+
+class CudaUnavailableError(RuntimeError):
+    "Raised at once when something needs CUDA (a GPU, nvcc or a CUDA build of torch) that is missing."
+
+
+def nvcc_path():
+    "The nvcc executable: CUDA_HOME's (as torch finds it), else the one on PATH, else /usr/local/cuda's; None if none."
+    from torch.utils.cpp_extension import CUDA_HOME
+    cand = [os.path.join(CUDA_HOME, 'bin', 'nvcc')] if CUDA_HOME else []
+    cand += [shutil.which('nvcc') or '', '/usr/local/cuda/bin/nvcc']
+    return next((c for c in cand if c and os.path.exists(c)), None)
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(exe):
+    "nvcc's version text, asked once per process: it is part of every cache key."
+    return subprocess.run([exe, '--version'], capture_output=True, text=True).stdout
+
+
+def gpu_available():
+    "True when PyTorch can use a CUDA GPU."
+    import torch
+    return torch.cuda.is_available()
+
+
+def nvcc_available():
+    "True when the CUDA compiler nvcc is installed (it compiles kernels even where there is no GPU)."
+    return nvcc_path() is not None
+
+
+def require_cuda(what, need_gpu=True):
+    "Fail in one sentence if `what` cannot run here."
+    import torch
+    if need_gpu and torch.version.cuda is None:
+        raise CudaUnavailableError(
+            f"{what} needs a CUDA build of PyTorch, and this one ({torch.__version__}) is CPU-only: "
+            "run the course on a machine with an NVIDIA GPU (see README, 'GPU machine' or 'Colab').")
+    if need_gpu and not torch.cuda.is_available():
+        raise CudaUnavailableError(
+            f"{what} needs an NVIDIA GPU, and torch.cuda.is_available() is False on this machine: "
+            "run this on a GPU machine or Colab with a GPU runtime (see README).")
+    if nvcc_path() is None:
+        raise CudaUnavailableError(
+            f"{what} needs the CUDA compiler nvcc, which is not on this machine: install the CUDA "
+            "toolkit (or set CUDA_HOME to it) and restart the kernel.")
+
+
+def cuda_arch():
+    "The `sm_XY` of the current GPU, or `sm_90` (an H100) where there is no GPU to ask."
+    import torch
+    if torch.cuda.is_available():
+        major, minor = torch.cuda.get_device_capability()
+        return f'sm_{major}{minor}'
+    return 'sm_90'
+
+
+def cache_dir():
+    "Where compiled kernels are kept ($COURSE_CUDA_CACHE, else ~/.cache/cuda-course)."
+    d = Path(os.environ.get('COURSE_CUDA_CACHE', Path.home() / '.cache' / 'cuda-course'))
+    d.mkdir(parents=True, exist_ok=True)
+    return d

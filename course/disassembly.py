@@ -1,0 +1,30 @@
+"What nvcc makes of a source: machine code (SASS) where cuobjdump is installed, else PTX."
+import os, re, shutil, subprocess
+from pathlib import Path
+
+from .cuda_library import run_nvcc
+from .cuda_toolkit import cuda_arch, nvcc_path
+
+
+def cuda_disassembly(cuda_src, arch=None, extra_flags=()):
+    """The machine code (SASS) nvcc makes of `cuda_src`, from cuobjdump; where cuobjdump is missing,
+    the PTX (the portable assembly the machine code is made from) instead. Returns (kind, text)."""
+    arch = arch or cuda_arch()
+    cuobjdump = shutil.which('cuobjdump') or os.path.join(os.path.dirname(nvcc_path() or ''), 'cuobjdump')
+    if os.path.exists(cuobjdump):
+        cubin = run_nvcc(['-cubin', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.cubin', what='cuda_disassembly')
+        sass = subprocess.run([cuobjdump, '-sass', str(cubin)], capture_output=True, text=True, check=True).stdout
+        if 'Function :' in sass: return 'SASS', sass
+    ptx = run_nvcc(['-ptx', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.ptx', what='cuda_disassembly')
+    return 'PTX', Path(ptx).read_text()
+
+
+def kernel_listing(disassembly, kernel_substring):
+    "The part of a SASS or PTX listing that belongs to the kernel whose (mangled) name contains the given text."
+    kind, text = disassembly
+    if kind == 'SASS':
+        parts = re.split(r'\n(?=\s*Function : )', text)
+    else:
+        parts = re.split(r'\n(?=\.visible \.entry|\.entry)', text)
+    hits = [p for p in parts if kernel_substring in p.split('\n', 1)[0]]
+    return hits[0] if hits else ''
