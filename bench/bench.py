@@ -2,7 +2,7 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/09_benchmarks.ipynb (the same functions the notebook uses),
+Runs the `#| export` code of notebooks/10_benchmarks.ipynb (the same functions the notebook uses),
 prints the table for the lecture's problem, writes the charts to images/, and with --readme puts the
 table into README.md between its results markers. Without a GPU it says so in one line and exits 0.
 """
@@ -30,7 +30,7 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    nb = import_notebook('09')
+    nb = import_notebook('10')
     kernels = nb.all_kernels()
     rows = nb.lecture_benchmark(kernels)
     nb.print_table(rows)

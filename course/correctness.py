@@ -27,3 +27,11 @@ def check_against_torch(fn, shapes=LECTURE_AND_AWKWARD_SHAPES, device='cuda', qu
         if not quiet:
             print(f"  {h}x{k} @ {k}x{w}{''.join(f', {a}={v}' for a, v in kwargs.items())}: {'ok' if good else 'WRONG'}")
     return ok
+
+
+def lecture_problem(device='cpu', seed=42):
+    "The lecture's inputs, m1 (5120x256) and m2 (256x5120), random with a fixed seed, and the product's FLOP count."
+    import torch
+    torch.manual_seed(seed)
+    h, k, w = LECTURE_SHAPE
+    return torch.rand(h, k, device=device), torch.rand(k, w, device=device), 2 * h * k * w

@@ -63,3 +63,10 @@ def cache_dir():
     d = Path(os.environ.get('COURSE_CUDA_CACHE', Path.home() / '.cache' / 'cuda-course'))
     d.mkdir(parents=True, exist_ok=True)
     return d
+
+
+def describe_gpu():
+    "One line naming the GPU the notebook runs on, or saying that it runs in CPU mode."
+    import torch
+    return (f"GPU: {torch.cuda.get_device_name()}" if torch.cuda.is_available()
+            else "GPU: none, so CPU mode: GPU cells print one line and are skipped; kernels are compiled where nvcc is")

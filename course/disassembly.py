@@ -28,3 +28,18 @@ def kernel_listing(disassembly, kernel_substring):
         parts = re.split(r'\n(?=\.visible \.entry|\.entry)', text)
     hits = [p for p in parts if kernel_substring in p.split('\n', 1)[0]]
     return hits[0] if hits else ''
+
+
+def innermost_loop(ptx):
+    """The PTX lines of the innermost loop that does multiply-adds: from a label to the branch back to
+    it, the shortest such stretch with an `fma` in it. Empty if the loop was fully unrolled."""
+    lines = [l.strip() for l in ptx.splitlines() if l.strip() and not l.strip().startswith('//')]
+    loops = []
+    for j, line in enumerate(lines):
+        back = re.match(r'(?:@!?%p\w+\s+)?bra(?:\.uni)?\s+(\$\w+);', line)
+        if not back: continue
+        start = next((i for i in range(j) if lines[i] == back.group(1) + ':'), None)
+        if start is None: continue
+        body = lines[start + 1:j + 1]
+        if any(l.startswith('fma') for l in body): loops.append(body)
+    return min(loops, key=len) if loops else []

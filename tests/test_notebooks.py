@@ -25,11 +25,12 @@ _executed = {}
 
 
 def guarded_cells(path):
-    "(index, magic, reason) of each code cell that starts with %%needs_gpu or %%needs_nvcc."
+    """(index, magic, reason) of each code cell that starts with %%needs_gpu or %%needs_nvcc. The index
+    counts every cell of the notebook, markdown included, as Jupyter's cell list does."""
     nb = json.loads(path.read_text())
-    cells = [c for c in nb['cells'] if c['cell_type'] == 'code']
     out = []
-    for i, c in enumerate(cells):
+    for i, c in enumerate(nb['cells']):
+        if c['cell_type'] != 'code': continue
         first = ''.join(c['source']).lstrip().split('\n', 1)[0]
         magic = first[2:].split(' ', 1)[0] if first.startswith('%%') else ''
         if magic in AVAILABLE: out.append((i, magic, first[len(magic) + 2:].strip()))
@@ -37,14 +38,14 @@ def guarded_cells(path):
 
 
 def execute(path, tmp_path_factory):
-    "Run the notebook once per session in a temporary copy; return (code cells, error or None)."
+    "Run the notebook once per session in a temporary copy; return (all its cells, error or None)."
     if path not in _executed:
         work = tmp_path_factory.mktemp(path.stem)
         shutil.copytree(ROOT / 'notebooks', work / 'notebooks')
         shutil.copytree(ROOT / 'images', work / 'images')
         nb = nbformat.read(work / 'notebooks' / path.name, as_version=4)
         error = execute_notebook(nb, work / 'notebooks', CELL_TIMEOUT)
-        _executed[path] = ([c for c in nb.cells if c.cell_type == 'code'], error)
+        _executed[path] = (nb.cells, error)
     return _executed[path]
 
 

@@ -5,12 +5,12 @@ import time
 import pytest
 import torch
 
-from utils import dim3, import_notebook
+from utils import SMALL_AWKWARD_SHAPES, dim3, import_notebook
 
 NB = {name: import_notebook(name) for name in ('01', '02', '03', '04')}
 
-SHAPES = [  # (h, k, w), tile width: not multiples of tw, 1 x K, K x 1
-    ((5, 7, 3), 4), ((33, 64, 31), 16), ((1, 37, 5), 8), ((6, 37, 1), 8), ((1, 9, 1), 4)]
+# (h, k, w), tile width: not multiples of tw, 1 x K, K x 1, and 1 x 1
+SHAPES = list(zip(SMALL_AWKWARD_SHAPES + ((1, 9, 1),), (4, 16, 8, 8, 4)))
 
 
 def lecture_sample():
@@ -96,3 +96,21 @@ def test_exception_in_a_thread_is_raised_with_block_and_thread():
         syncb.wait()
     with pytest.raises(RuntimeError, match=r'block \(1, 0\), thread \(\d, 2\): IndexError: out of range'):
         nb.blk_kernel2d_shar(faulty, dim3(2, 1), dim3(4, 4), 1)
+
+
+def test_simple_runner_computes_the_lecture_sample():
+    nb = NB['04']
+    m, n = lecture_sample()
+    out = NB['02'].matmul_2d(m, n, tw=8, kernel=nb.matmul_tiled_bk, runner=nb.blk_kernel2d_shar_simple)
+    torch.testing.assert_close(out, m @ n, rtol=1e-5, atol=1e-5)
+
+
+def test_wrong_guard_breaks_the_elements_that_blocks_run_earlier_own():
+    "Notebook 04's explanation: which elements the stray stores destroy depends only on the order of the blocks."
+    nb, nb02 = NB['04'], NB['02']
+    m, n = torch.rand(5, 7), torch.rand(7, 7)
+    def wrong(out): return ((out - m @ n).abs() > 1e-4).nonzero().tolist()
+    assert wrong(nb.matmul_2d(m, n, tw=4, guard=nb02.inside_buffer)) == [[1, 0], [2, 0], [3, 0]]
+    reversed_blocks = nb.blocks_in_reverse(nb.matmul_tiled_bk, dim3(2, 2))
+    assert wrong(nb.matmul_2d(m, n, tw=4, guard=nb02.inside_buffer, kernel=reversed_blocks)) == [[4, 0]]
+    assert wrong(nb.matmul_2d(m, n, tw=4)) == []
