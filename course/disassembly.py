@@ -15,8 +15,13 @@ def cuda_disassembly(cuda_src, arch=None, extra_flags=()):
         cubin = run_nvcc(['-cubin', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.cubin', what='cuda_disassembly')
         sass = subprocess.run([cuobjdump, '-sass', str(cubin)], capture_output=True, text=True, check=True).stdout
         if 'Function :' in sass: return 'SASS', sass
-    ptx = run_nvcc(['-ptx', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.ptx', what='cuda_disassembly')
-    return 'PTX', Path(ptx).read_text()
+    return 'PTX', cuda_ptx(cuda_src, arch, extra_flags)
+
+
+def cuda_ptx(cuda_src, arch=None, extra_flags=()):
+    "The PTX (the portable assembly) that nvcc makes of `cuda_src`, as text."
+    arch = arch or cuda_arch()
+    return Path(run_nvcc(['-ptx', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.ptx', what='cuda_ptx')).read_text()
 
 
 def kernel_listing(disassembly, kernel_substring):

@@ -48,6 +48,15 @@ def test_constant_tile_width_unrolls_the_inner_loop():
     assert c_tmpl['shared-memory load, 128-bit'] == 4 and c_dyn['shared-memory load, 128-bit'] == 0
 
 
+@nvcc_needed
+def test_cuda_c_inner_loop_is_short():
+    "The yardstick of notebook 09: the runtime-tw CUDA C loop costs under 8 PTX instructions per fma."
+    from course.disassembly import cuda_ptx, innermost_loop
+    body = innermost_loop(cuda_ptx(SOURCES['05'], arch='sm_90'))
+    fmas = sum(line.startswith('fma') for line in body)
+    assert fmas >= 2 and len(body) / fmas < 8
+
+
 def gpu_wrappers():
     return {'01 naive (load_cuda)': lambda m, n: naive_module().matmul(m, n),
             '05 dynamic (load_cuda)': lambda m, n: lecture_dyn_module().matmul_dyn_torch(m, n, 16),

@@ -80,8 +80,8 @@ def test_unsigned_while_loop_makes_the_inner_loop_as_short_as_cuda_c():
     m = torch.rand(40, 24, device='cuda')
     nb08.matmul_numba_dyn(m, m.t().contiguous())
     nb09.matmul_numba_dyn_tuned(m, m.t().contiguous())
-    assert nb09.loop_cost(nb08.matmul_dyn_numba_k) > 15
-    assert nb09.loop_cost(nb09.dynamic_numba_kernel(numba.uint32, while_loop=True)) < 8
+    assert nb09.loop_cost(nb09.ptx_of(nb08.matmul_dyn_numba_k)) > 15
+    assert nb09.loop_cost(nb09.ptx_of(nb09.dynamic_numba_kernel(numba.uint32, while_loop=True))) < 8
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")

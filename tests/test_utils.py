@@ -240,3 +240,21 @@ def test_cuda_err_in_cuda_begin_raises_a_python_error():
     mod = load_cuda(src, get_sig('fail', src), ['fail'], name='course_cuda_err_test')
     with pytest.raises(RuntimeError, match=r'CUDA error: invalid argument at .*cuda\.cu:\d+'):
         mod.fail()
+
+
+def test_innermost_loop_finds_the_shortest_loop_with_an_fma():
+    from course.disassembly import innermost_loop
+    ptx = """
+$L__BB0_1:
+	ld.global.f32 	%f1, [%rd1];
+$L__BB0_2:
+	ld.shared.f32 	%f2, [%r1];
+	fma.rn.f32 	%f3, %f2, %f2, %f3;
+	add.s32 	%r1, %r1, 4;
+	@%p1 bra 	$L__BB0_2;
+	bar.sync 	0;
+	@%p2 bra 	$L__BB0_1;
+"""
+    assert innermost_loop(ptx) == ['ld.shared.f32 \t%f2, [%r1];', 'fma.rn.f32 \t%f3, %f2, %f2, %f3;',
+                                   'add.s32 \t%r1, %r1, 4;', '@%p1 bra \t$L__BB0_2;']
+    assert innermost_loop(ptx.replace('fma.rn.f32', 'mul.rn.f32')) == []
