@@ -32,6 +32,7 @@ from course.input_checks import check_matmul_inputs
 from course.notebook_import import import_notebook
 from course.printf_capture import kernel_output
 from course.timing import cuda_time_ms
+from course.torch_extension import LIGHT_TORCH_HEADERS, build_extension
 
 # --------------------------------------------------------------------------------------------------
 # The lecture's helpers
@@ -54,13 +55,13 @@ def show_img(x, figsize=(4, 3), **kwargs):
     plt.imshow(x.cpu(), **kwargs)
 
 
-# The prelude every lecture-style CUDA source starts with. `CUDA_ERR` raises a Python exception
-# (through TORCH_CHECK) instead of calling exit(): a failed CUDA call must not kill the Jupyter kernel.
+# The prelude every lecture-style CUDA source starts with. It includes only the parts of PyTorch a
+# kernel and its wrapper use (`torch::Tensor`, `torch::empty` and `zeros`, `TORCH_CHECK`), not all of
+# <torch/extension.h>: that is most of why `load_cuda` is fast (see course/torch_extension.py).
+# `CUDA_ERR` raises a Python exception (through TORCH_CHECK) instead of calling exit(): a failed CUDA
+# call must not kill the Jupyter kernel.
 # Keep TORCH_CHECK messages in such sources to one C string: see gpuAssert.
-cuda_begin = r'''
-#include <torch/extension.h>
-#include <stdio.h>
-#include <c10/cuda/CUDAException.h>
+cuda_begin = LIGHT_TORCH_HEADERS + r'''#include <stdio.h>
 
 #define CHECK_CUDA(x) TORCH_CHECK(x.device().is_cuda(), #x " must be a CUDA tensor")
 #define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
@@ -95,23 +96,15 @@ def get_sig(fname, src):
 
 
 def load_cuda(cuda_src, cpp_src, funcs, opt=True, verbose=False, name=None):
-    """Compile `cuda_src` (CUDA C++ with torch wrappers) into a Python module, as the lecture does,
-    with `torch.utils.cpp_extension.load_inline`. `cpp_src` declares the wrappers (see `get_sig`)
-    and `funcs` lists the ones to expose. Slow (about a minute): see `compile_cuda` for the fast path.
-    Compile errors come back short, pointing at the line of `cuda_src` they are about."""
+    """Compile `cuda_src` (CUDA C++ with torch wrappers) into a Python module, as the lecture does.
+    `cpp_src` declares the wrappers (see `get_sig`) and `funcs` lists the ones to expose.
+
+    The lecture uses `torch.utils.cpp_extension.load_inline`, which takes about a minute; this builds
+    the same sources with lighter headers, both files at once, and caches each compiled file by its
+    content (course/torch_extension.py). Compile errors come back short, pointing at the line of
+    `cuda_src` they are about."""
     require_cuda('load_cuda')
-    from torch.utils.cpp_extension import load_inline
-    if name is None: name = funcs[0]
-    build_dir = cache_dir() / 'torch_extensions' / name
-    build_dir.mkdir(parents=True, exist_ok=True)
-    flags = "-O3 -Xptxas -O3 -Xcompiler -O3" if opt else "-O0 -Xptxas -O0 -Xcompiler -O0"
-    try:
-        return load_inline(cuda_sources=[cuda_src], cpp_sources=[cpp_src], functions=funcs,
-                           extra_cuda_cflags=[flags], verbose=verbose, name=name, build_directory=str(build_dir))
-    except RuntimeError as e:
-        errors = compile_errors(str(e), {'cuda.cu': cuda_src, 'main.cpp': cpp_src}, build_dir=build_dir)
-        if not errors: raise
-        raise CudaCompileError(errors) from None
+    return build_extension(cuda_src, cpp_src, funcs, name or funcs[0], opt=opt, verbose=verbose)
 
 
 register_magics()
