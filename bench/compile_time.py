@@ -22,7 +22,8 @@ import utils  # noqa: E402
 from utils import LIGHT_TORCH_HEADERS, cuda_begin, gpu_available, import_notebook  # noqa: E402
 
 # The lecture's prelude: the same macros, after all of PyTorch's C++ API.
-LECTURE_CUDA_BEGIN = '#include <torch/extension.h>\n' + cuda_begin[len(LIGHT_TORCH_HEADERS):]
+LECTURE_CUDA_BEGIN = ('#include <torch/extension.h>\n#include <c10/cuda/CUDAException.h>\n'
+                      + cuda_begin[len(LIGHT_TORCH_HEADERS):])
 EDIT = '\n// a one-line edit\n'
 
 

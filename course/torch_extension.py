@@ -6,7 +6,7 @@ per build: once in the CUDA file and once in the generated binding file, and aga
 Most of a minute goes there. This module builds the same two files with less:
 
 - the CUDA file includes only what a kernel and its wrapper use (`LIGHT_TORCH_HEADERS`, at the top of
-  `cuda_begin`: the tensor class, the `empty` / `zeros` / `ones` factories, `TORCH_CHECK` and CUDA error
+  `cuda_begin`: the tensor class, `torch::empty` / `zeros` / `ones`, `TORCH_CHECK` and CUDA error
   checks), not all of PyTorch;
 - the binding file is our own: pybind11 with torch's tensor conversions and error handling, and the
   declarations from `cpp_src`, without the rest of PyTorch's C++ API;
@@ -25,13 +25,29 @@ from .cuda_toolkit import cache_dir, cuda_arch, nvcc_path, nvcc_version
 
 # What a lecture-style kernel file needs from PyTorch, instead of <torch/extension.h>.
 LIGHT_TORCH_HEADERS = r'''#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_like.h>
-#include <ATen/ops/zeros.h>
-#include <ATen/ops/zeros_like.h>
-#include <ATen/ops/ones.h>
+#include <ATen/ops/empty_ops.h>
+#include <ATen/ops/zeros_ops.h>
+#include <ATen/ops/ones_ops.h>
 #include <c10/cuda/CUDAException.h>
-namespace torch { using namespace at; }
+// torch::empty, zeros and ones, defined as ATen's generated headers define them, on ATen's operator
+// declarations (the *_ops.h headers) rather than on ATen/ops/empty.h and friends, which pull in ATen's
+// whole runtime context and cost seconds per compile.
+namespace torch {
+using namespace at;
+inline Tensor empty(IntArrayRef size, TensorOptions options = {}) {
+    return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(size), c10::optTypeMetaToScalarType(options.dtype_opt()),
+        options.layout_opt(), options.device_opt(), options.pinned_memory_opt(),
+        c10::impl::check_tensor_options_and_extract_memory_format(options, std::nullopt));
+}
+inline Tensor zeros(IntArrayRef size, TensorOptions options = {}) {
+    return at::_ops::zeros::call(c10::fromIntArrayRefSlow(size), c10::optTypeMetaToScalarType(options.dtype_opt()),
+        options.layout_opt(), options.device_opt(), options.pinned_memory_opt());
+}
+inline Tensor ones(IntArrayRef size, TensorOptions options = {}) {
+    return at::_ops::ones::call(c10::fromIntArrayRefSlow(size), c10::optTypeMetaToScalarType(options.dtype_opt()),
+        options.layout_opt(), options.device_opt(), options.pinned_memory_opt());
+}
+}  // namespace torch
 '''
 FULL_TORCH_HEADER = '#include <torch/extension.h>\n'
 
