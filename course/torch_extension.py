@@ -113,9 +113,11 @@ def build_extension(cuda_src, cpp_src, funcs, name, opt=True, verbose=False):
     def build(prelude):
         cu_text = prelude + cuda_src
         cu_key = _key(cu_text, *nvcc_cmd, tools)
-        srcs = {'cuda.cu': (work / f'{cu_key}.cu', cu_text, nvcc_cmd, work / f'{cu_key}.cu.o'),
-                'main.cpp': (work / f'{module}.cpp', binding, cxx_cmd, work / f'{module}.cpp.o')}
+        # each file in a folder named by what goes into it, under the name the lecture's build gives it
+        srcs = {'cuda.cu': (work / f'cu_{cu_key}' / 'cuda.cu', cu_text, nvcc_cmd, work / f'cu_{cu_key}' / 'cuda.o'),
+                'main.cpp': (work / module / 'main.cpp', binding, cxx_cmd, work / module / 'main.o')}
         for path, text, _, _ in srcs.values():
+            path.parent.mkdir(exist_ok=True)
             if not path.exists() or path.read_text() != text: path.write_text(text)
         with ThreadPoolExecutor(2) as pool:     # nvcc and the host compiler at the same time
             logs = dict(zip(srcs, pool.map(lambda s: _compile(s[2], s[0], s[3], verbose), srcs.values())))
@@ -126,9 +128,9 @@ def build_extension(cuda_src, cpp_src, funcs, name, opt=True, verbose=False):
         srcs, logs = build(FULL_TORCH_HEADER)   # it uses more of PyTorch than its prelude declares
     failed = [log for log in logs.values() if log]
     if failed:
-        learner = {srcs['cuda.cu'][0].name: cuda_src, srcs['main.cpp'][0].name: cpp_src}
+        learner = {'cuda.cu': cuda_src, 'main.cpp': cpp_src}
         raise CudaCompileError('\n'.join(compile_errors(log, learner) or log.strip()[-3000:] for log in failed))
-    so = work / f'{module}_{_key(str(srcs["cuda.cu"][3]), str(srcs["main.cpp"][3]))}.so'
+    so = work / module / f'{module}_{_key(str(srcs["cuda.cu"][3]), str(srcs["main.cpp"][3]))}.so'
     if not so.exists():
         tmp = so.with_suffix(f'.{os.getpid()}.tmp')
         cmd = [cxx, '-shared', str(srcs['cuda.cu'][3]), str(srcs['main.cpp'][3]), *_link_flags(),
