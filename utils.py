@@ -28,7 +28,7 @@ from course.cuda_library import CudaError, CudaModule, compile_cuda, cuda_prelud
 from course.cuda_toolkit import (CudaUnavailableError, cache_dir, cuda_arch, describe_gpu, gpu_available,
                                  nvcc_available, require_cuda)
 from course.disassembly import cuda_disassembly, kernel_listing
-from course.input_checks import check_matmul_inputs
+from course.input_checks import MAX_GRID_Y, check_matmul_inputs, check_tile_width, max_tile_width, row_chunks
 from course.notebook_import import import_notebook
 from course.printf_capture import kernel_output
 from course.timing import cuda_time_ms

@@ -35,6 +35,17 @@ def c_type(decl):
     return _CTYPES[base], False
 
 
+# The tensor dtype a pointer parameter's element type stands for (by the torch dtype's name).
+_POINTEE_DTYPES = {'float': 'float32', 'double': 'float64', 'int': 'int32', 'long long': 'int64', 'int64_t': 'int64',
+                   'int32_t': 'int32', 'unsigned char': 'uint8', 'uint8_t': 'uint8', '__half': 'float16', 'half': 'float16'}
+
+
+def pointee_dtype(decl):
+    "The torch dtype name a pointer parameter such as 'const float* m' points to, or None (void*, or a type not listed)."
+    base = re.sub(r'\b(const|volatile|__restrict__|restrict)\b', ' ', decl.split('*')[0])
+    return _POINTEE_DTYPES.get(' '.join(base.split()))
+
+
 def extern_c_functions(src):
     "Name, return declaration and parameter declarations of each `extern \"C\"` function defined in src."
     funcs = []
@@ -53,7 +64,8 @@ class CudaModule:
     """Functions of a compiled CUDA library, callable from Python.
 
     Each `extern "C"` function becomes a method. Torch tensors passed for pointer parameters are
-    checked (CUDA, contiguous) and passed as device pointers; a final `cudaStream_t` parameter left
+    checked (CUDA, contiguous, and the dtype the pointer's type stands for: float* takes float32) and
+    passed as device pointers; a final `cudaStream_t` parameter left
     out is filled in with torch's current stream; a `cudaError_t` result that is not success raises
     CudaError with CUDA's own message."""
 
@@ -67,12 +79,13 @@ class CudaModule:
             types_ = [c_type(p) for p in params]
             f.argtypes = [t for t, _ in types_]
             f.restype = c_type(ret)[0]
-            self.functions[name] = (f, ret.split()[-1], params, [p for _, p in types_])
+            self.functions[name] = (f, ret.split()[-1], params, [pointee_dtype(d) if p else None for d, (_, p) in zip(params, types_)],
+                                    [p for _, p in types_])
             setattr(self, name, self._caller(name))
 
     def _caller(self, name):
         import torch
-        f, ret, params, is_ptr = self.functions[name]
+        f, ret, params, dtypes, is_ptr = self.functions[name]
         takes_stream = bool(params) and params[-1].split()[0] == 'cudaStream_t'
 
         def call(*args):
@@ -86,6 +99,8 @@ class CudaModule:
                     if not p: raise TypeError(f"{name}: argument {i} ({params[i]}) is not a pointer; got a tensor")
                     if not a.is_cuda: raise ValueError(f"{name}: argument {i} ({params[i]}) must be a CUDA tensor")
                     if not a.is_contiguous(): raise ValueError(f"{name}: argument {i} ({params[i]}) must be contiguous")
+                    if dtypes[i] and a.dtype != getattr(torch, dtypes[i]):
+                        raise TypeError(f"{name}: argument {i} ({params[i]}) must be a {dtypes[i]} tensor, got {a.dtype}")
                     args[i] = a.data_ptr()
             res = f(*args)
             if ret == 'cudaError_t' and res != 0:

@@ -21,3 +21,38 @@ def check_matmul_inputs(m, n, device='cuda'):
     if k != k2: raise ValueError(f"size mismatch: m is {h}x{k} but n is {k2}x{w} ({k} != {k2})")
     if h * w >= 2**31: raise ValueError(f"the output {h}x{w} is too large for 32-bit indices")
     return h, k, w
+
+
+# A grid holds at most this many blocks in y (and in z); in x, 2**31 - 1.
+MAX_GRID_Y = 65535
+
+
+def max_tile_width():
+    "The largest tile width tw with tw x tw threads in one block: 32 on every NVIDIA GPU so far (1024 threads)."
+    import math, torch
+    threads = torch.cuda.get_device_properties(torch.cuda.current_device()).max_threads_per_block \
+        if torch.cuda.is_available() else 1024
+    return math.isqrt(threads)
+
+
+def check_tile_width(tw, allowed=None):
+    """Check a tile width before anything is launched: an int from 1 to `max_tile_width()` (and one of
+    `allowed`, for kernels compiled for a few widths). Raises TypeError or ValueError saying which rule failed.
+    Every wrapper of the course, CUDA C, Numba or Python, calls this one, so they all say the same."""
+    import numbers
+    if isinstance(tw, bool) or not isinstance(tw, numbers.Integral):
+        raise TypeError(f"the tile width tw must be an int, got {type(tw).__name__} {tw!r}")
+    largest = max_tile_width()
+    if not 1 <= tw <= largest:
+        raise ValueError(f"tile width tw={tw} is out of range: it must be between 1 and {largest} "
+                         f"(a tw x tw block has at most {largest * largest} threads)")
+    if allowed is not None and tw not in allowed:
+        raise ValueError(f"tile width tw={tw} is not compiled in: choose one of {tuple(allowed)}")
+    return int(tw)
+
+
+def row_chunks(h, rows_per_block):
+    """(first row, number of rows) of each launch it takes to cover h rows, when each block covers
+    `rows_per_block` rows and a grid at most MAX_GRID_Y blocks in y. One chunk unless h is huge."""
+    step = MAX_GRID_Y * rows_per_block
+    return [(r0, min(step, h - r0)) for r0 in range(0, h, step)]

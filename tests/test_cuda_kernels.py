@@ -116,6 +116,42 @@ def test_template_rejects_an_uncompiled_tile_width():
         NB['07'].matmul_tmpl(torch.rand(8, 8, device='cuda'), torch.rand(8, 8, device='cuda'), tw=12)
 
 
+TILED = {'05 dynamic': NB['05'].matmul_dyn, '07 template': NB['07'].matmul_tmpl}
+
+
+@gpu
+@pytest.mark.parametrize('name', TILED)
+@pytest.mark.parametrize('tw', [0, -1, 33, 64, 16.0])
+def test_bad_tile_widths_are_refused_before_launch(name, tw):
+    "tw=0 used to divide by zero in the launcher and kill the process."
+    with pytest.raises((ValueError, TypeError), match='tile width'):
+        TILED[name](torch.rand(8, 8, device='cuda'), torch.rand(8, 8, device='cuda'), tw=tw)
+    torch.cuda.synchronize()
+
+
+TALL = 65535 * 16 + 3   # one row more than a grid of 16-row blocks can cover, and then some
+
+
+@gpu
+@pytest.mark.parametrize('name', ['05 dynamic', '06 static', '07 template tw=8', '07 template tw=16'])
+def test_rows_beyond_the_grid_limit_take_several_launches(name):
+    m, n = torch.rand(TALL, 3, device='cuda'), torch.rand(3, 5, device='cuda')
+    torch.testing.assert_close(gpu_wrappers()[name](m, n), m @ n, rtol=1e-4, atol=1e-4)
+
+
+@gpu
+@pytest.mark.parametrize('name', ['01 naive (load_cuda)', '05 dynamic (load_cuda)'])
+def test_lecture_wrappers_refuse_a_grid_they_cannot_launch(name):
+    with pytest.raises(RuntimeError, match='too many rows'):
+        gpu_wrappers()[name](torch.rand(TALL, 3, device='cuda'), torch.rand(3, 5, device='cuda'))
+    torch.cuda.synchronize()
+
+
+@gpu
+def test_static_tile_width_matches_its_source():
+    assert f"constexpr int tw = {NB['06'].TILE_WIDTH};" in NB['06'].static_cuda_src
+
+
 @gpu
 def test_largest_tile_width_fits_the_device():
     tw = NB['05'].dyn_module().largest_tile_width(0)

@@ -50,6 +50,23 @@ def test_numba_wrappers_reject_bad_input(name):
             f(*args)
 
 
+@pytest.mark.parametrize('name', KERNELS)
+def test_numba_wrappers_check_the_tile_width_and_take_tensors_that_require_grad(name):
+    f = KERNELS[name]
+    m, n = torch.rand(5, 7, device=DEVICE), torch.rand(7, 3, device=DEVICE)
+    for tw in (0, 33):
+        with pytest.raises(ValueError, match='tile width'):
+            f(m, n, tw=tw)
+    torch.testing.assert_close(f(m.requires_grad_(), n, tw=4), (m @ n).detach(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a matrix this tall needs a GPU")
+@pytest.mark.parametrize('name', ['dynamic (lecture)', 'static'])
+def test_numba_rows_beyond_the_grid_limit_take_several_launches(name):
+    m, n = torch.rand(65535 * 16 + 3, 3, device='cuda'), torch.rand(3, 5, device='cuda')
+    torch.testing.assert_close(KERNELS[name](m, n), m @ n, rtol=1e-4, atol=1e-4)
+
+
 def test_kernel_factories_compile_once_per_configuration():
     "However its arguments are passed, one configuration gives one kernel object, compiled once."
     assert nb08.static_numba_kernel(8) is nb08.static_numba_kernel(8, numba.int64, False)

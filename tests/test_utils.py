@@ -259,3 +259,42 @@ $L__BB0_2:
     assert innermost_loop(ptx) == ['ld.shared.f32 \t%f2, [%r1];', 'fma.rn.f32 \t%f3, %f2, %f2, %f3;',
                                    'add.s32 \t%r1, %r1, 4;', '@%p1 bra \t$L__BB0_2;']
     assert innermost_loop(ptx.replace('fma.rn.f32', 'mul.rn.f32')) == []
+
+
+@pytest.mark.parametrize('tw,err', [(0, ValueError), (-1, ValueError), (33, ValueError), (16.0, TypeError),
+                                    ('16', TypeError), (True, TypeError), (None, TypeError)])
+def test_check_tile_width_rejects_in_one_sentence(tw, err):
+    with pytest.raises(err, match='tile width') as e:
+        utils.check_tile_width(tw)
+    assert '\n' not in str(e.value)
+
+
+def test_check_tile_width_accepts_and_knows_compiled_widths():
+    import numpy as np
+    assert utils.check_tile_width(1) == 1 and utils.check_tile_width(np.int64(32)) == 32
+    assert utils.check_tile_width(16, allowed=(8, 16, 32)) == 16
+    with pytest.raises(ValueError, match='not compiled in'):
+        utils.check_tile_width(12, allowed=(8, 16, 32))
+
+
+def test_row_chunks_cover_every_row_within_the_grid_limit():
+    assert utils.row_chunks(100, 16) == [(0, 100)]
+    chunks = utils.row_chunks(65535 * 16 * 2 + 5, 16)
+    assert [r for r, _ in chunks] == [0, 65535 * 16, 2 * 65535 * 16] and sum(n for _, n in chunks) == 65535 * 32 + 5
+    assert all(-(-n // 16) <= utils.MAX_GRID_Y for _, n in chunks)
+
+
+def test_pointer_parameters_name_their_dtype():
+    from course.cuda_library import pointee_dtype
+    assert pointee_dtype('const float* __restrict__ m') == 'float32' and pointee_dtype('int *idx') == 'int32'
+    assert pointee_dtype('double* out') == 'float64' and pointee_dtype('void* p') is None
+
+
+@gpu
+def test_cuda_module_checks_the_dtype_of_tensor_arguments(tmp_path, monkeypatch):
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + 'extern "C" cudaError_t touch(float* x, int n) { return cudaSuccess; }\n'
+    mod = compile_cuda(src)
+    mod.touch(torch.zeros(4, device='cuda'), 4)
+    with pytest.raises(TypeError, match='float32'):
+        mod.touch(torch.zeros(4, dtype=torch.int32, device='cuda'), 4)
