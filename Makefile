@@ -9,7 +9,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: lab test setup bench clean
+# Jupyter refuses to start as root unless told to; containers and GPU cloud machines often run as root.
+# Where there is no display, it opens no browser: the address to open is printed instead.
+LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root) $(if $(DISPLAY),,--no-browser)
+LAB_CMD = $(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
+
+.PHONY: lab lab-command test setup bench clean
 
 setup: $(STAMP)
 
@@ -21,7 +26,12 @@ $(STAMP): requirements.txt requirements-gpu.txt pyproject.toml
 	touch $@
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	@echo "Open the http://127.0.0.1:8888/lab?token=... address Jupyter prints below (from another machine: ssh -L 8888:localhost:8888 you@this-machine, then open it there)."
+	$(LAB_CMD)
+
+# The command `make lab` runs, for the test that starts the server the same way.
+lab-command:
+	@echo $(LAB_CMD)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
