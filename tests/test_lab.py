@@ -29,7 +29,7 @@ def test_make_lab_serves_the_notebooks(tmp_path):
     server = subprocess.Popen(cmd + [f'--port={port}', '--ip=127.0.0.1', '--no-browser', f'--IdentityProvider.token={token}'],
                               cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        url = f'http://127.0.0.1:{port}/api/contents/notebooks?token={token}'
+        url = f'http://127.0.0.1:{port}/api/contents?token={token}'   # `jupyter lab notebooks/` serves notebooks/ as its root
         deadline, listing = time.time() + 90, None
         while time.time() < deadline and server.poll() is None:
             try:
