@@ -58,13 +58,14 @@ def show_img(x, figsize=(4, 3), **kwargs):
 # The prelude every lecture-style CUDA source starts with. It includes only the parts of PyTorch a
 # kernel and its wrapper use (`torch::Tensor`, `torch::empty` and `zeros`, `TORCH_CHECK`), not all of
 # <torch/extension.h>: that is most of why `load_cuda` is fast (see course/torch_extension.py).
+# The CHECK_ macros raise Python's ValueError (TORCH_CHECK_VALUE), as the course's Python wrappers do.
 # `CUDA_ERR` raises a Python exception (through TORCH_CHECK) instead of calling exit(): a failed CUDA
 # call must not kill the Jupyter kernel.
 # Keep TORCH_CHECK messages in such sources to one C string: see gpuAssert.
 cuda_begin = LIGHT_TORCH_HEADERS + r'''#include <stdio.h>
 
-#define CHECK_CUDA(x) TORCH_CHECK(x.device().is_cuda(), #x " must be a CUDA tensor")
-#define CHECK_CONTIGUOUS(x) TORCH_CHECK(x.is_contiguous(), #x " must be contiguous")
+#define CHECK_CUDA(x) TORCH_CHECK_VALUE(x.device().is_cuda(), #x " must be a CUDA tensor")
+#define CHECK_CONTIGUOUS(x) TORCH_CHECK_VALUE(x.is_contiguous(), #x " must be contiguous")
 #define CHECK_INPUT(x) CHECK_CUDA(x); CHECK_CONTIGUOUS(x)
 #define CUDA_ERR(ans) { gpuAssert((ans), __FILE__, __LINE__); }
 inline void gpuAssert(cudaError_t code, const char *file, int line) {
