@@ -57,8 +57,12 @@ BINDING_PRELUDE = r'''#include <torch/csrc/utils/pybind.h>
 namespace torch { using namespace at; }
 '''
 
-# Signs in a compiler log that the light prelude lacked a declaration PyTorch's full header has.
-_MISSING_TORCH_NAME = re.compile(r'(namespace "(torch|at|c10)[^"]*" has no member|is undefined|was not declared|has not been declared|no member named)')
+# Signs in a compiler log that the source used a part of PyTorch the light prelude does not declare
+# (a learner's own typo does not match, so it is reported at once, without a second, slower build).
+_MISSING_TORCH_NAME = re.compile(r'namespace "(torch|at|c10)[\w:]*" has no member'
+                                 r'|identifier "(AT|TORCH|C10)_\w+" is undefined'
+                                 r"|'(AT|TORCH|C10)_\w+' was not declared"
+                                 r"|'\w+' is not a member of '(torch|at|c10)")
 
 
 def _torch_flags():

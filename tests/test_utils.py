@@ -298,3 +298,15 @@ def test_cuda_module_checks_the_dtype_of_tensor_arguments(tmp_path, monkeypatch)
     mod.touch(torch.zeros(4, device='cuda'), 4)
     with pytest.raises(TypeError, match='float32'):
         mod.touch(torch.zeros(4, dtype=torch.int32, device='cuda'), 4)
+
+
+@gpu
+def test_load_cuda_builds_sources_that_use_more_of_torch_and_reports_typos_at_once(tmp_path, monkeypatch):
+    "A source using a part of PyTorch the light prelude leaves out still builds; a typo is reported without a rebuild."
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_begin + 'torch::Tensor count(int n) { return torch::arange(n, torch::dtype(torch::kFloat).device(torch::kCUDA)); }\n'
+    mod = load_cuda(src, get_sig('count', src), ['count'])
+    assert mod.count(5).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(CudaCompileError, match='your source'):
+        load_cuda(src.replace('return torch::arange(n', 'return tourch::arange(n'), get_sig('count', src), ['count'])
+    assert len(list(tmp_path.rglob('cuda.cu'))) == 3   # light, light + full header, the typo: no full-header retry for it
