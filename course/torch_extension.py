@@ -34,6 +34,7 @@ LIGHT_TORCH_HEADERS = r'''#include <ATen/core/Tensor.h>
 // whole runtime context and cost seconds per compile.
 namespace torch {
 using namespace at;
+#ifndef COURSE_FULL_TORCH_HEADER   // with all of <torch/extension.h> in front, torch has these already
 inline Tensor empty(IntArrayRef size, TensorOptions options = {}) {
     return at::_ops::empty_memory_format::call(c10::fromIntArrayRefSlow(size), c10::optTypeMetaToScalarType(options.dtype_opt()),
         options.layout_opt(), options.device_opt(), options.pinned_memory_opt(),
@@ -47,9 +48,10 @@ inline Tensor ones(IntArrayRef size, TensorOptions options = {}) {
     return at::_ops::ones::call(c10::fromIntArrayRefSlow(size), c10::optTypeMetaToScalarType(options.dtype_opt()),
         options.layout_opt(), options.device_opt(), options.pinned_memory_opt());
 }
+#endif
 }  // namespace torch
 '''
-FULL_TORCH_HEADER = '#include <torch/extension.h>\n'
+FULL_TORCH_HEADER = '#define COURSE_FULL_TORCH_HEADER\n#include <torch/extension.h>\n'
 
 BINDING_PRELUDE = r'''#include <torch/csrc/utils/pybind.h>
 #include <torch/csrc/Exceptions.h>
