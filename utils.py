@@ -21,12 +21,12 @@ import re
 from collections import namedtuple
 
 from course.cell_magics import CELL_REQUIREMENTS, SKIP_MARK, register_magics
-from course.compile_errors import CudaCompileError, compile_errors
+from course.compile_errors import CudaCompileError
 from course.correctness import (LECTURE_AND_AWKWARD_SHAPES, LECTURE_SHAPE, SMALL_AWKWARD_SHAPES,
                                 check_against_torch, lecture_problem)
 from course.cuda_library import CudaError, CudaModule, compile_cuda, cuda_prelude
-from course.cuda_toolkit import (CudaUnavailableError, cache_dir, cuda_arch, describe_gpu, gpu_available,
-                                 nvcc_available, require_cuda)
+from course.cuda_toolkit import (CudaUnavailableError, cuda_arch, describe_gpu, gpu_available, nvcc_available,
+                                 require_cuda)
 from course.disassembly import cuda_disassembly, kernel_listing
 from course.input_checks import MAX_GRID_Y, check_matmul_inputs, check_tile_width, max_tile_width, row_chunks
 from course.notebook_import import import_notebook
