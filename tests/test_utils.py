@@ -30,7 +30,7 @@ def test_cuda_begin_has_the_lecture_macros():
     for name in ['#include <ATen/core/Tensor.h>', 'namespace torch', 'CHECK_CUDA', 'CHECK_CONTIGUOUS', 'CHECK_INPUT',
                  'CUDA_ERR', 'cdiv(unsigned int a, unsigned int b)']:
         assert name in cuda_begin
-    assert '<torch/extension.h>' not in cuda_begin  # the light headers are what makes load_cuda fast
+    assert '#include <torch/extension.h>' not in cuda_begin  # the light headers are what makes load_cuda fast
     assert 'exit(' not in cuda_begin  # a failed CUDA call raises, it does not kill the Jupyter kernel
 
 
