@@ -7,8 +7,9 @@ concern has a module of its own (see `course/__init__.py` for the list):
 
 - `%%needs_gpu` and `%%needs_nvcc` (`course.cell_magics`): cell magics for the cells that truly need a
   CUDA GPU (or the CUDA compiler). Elsewhere the cell prints one line saying what is missing.
-- `compile_cuda` and `cuda_prelude` (`course.cuda_library`): the fast way to compile a kernel, about a
-  second instead of a minute.
+- `compile_cuda` and `cuda_prelude` (`course.cuda_library`): the fastest way to compile a kernel, about
+  a second (a `.cu` without torch, its launchers called through ctypes); `load_cuda` above takes ten
+  seconds or so, `load_inline` a minute.
 - `check_matmul_inputs` (`course.input_checks`): the input rules every matmul wrapper shares;
   `check_against_torch` and the test shapes (`course.correctness`): the one correctness check.
 - `import_notebook` (`course.notebook_import`): the `#| export` cells of a notebook as a module, so tests
