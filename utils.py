@@ -24,7 +24,7 @@ from collections import namedtuple
 from course.cell_magics import CELL_REQUIREMENTS, SKIP_MARK, register_magics
 from course.compile_errors import CudaCompileError
 from course.correctness import (LECTURE_AND_AWKWARD_SHAPES, LECTURE_SHAPE, SMALL_AWKWARD_SHAPES,
-                                check_against_torch, lecture_problem)
+                                SMALL_AWKWARD_SHAPES_AND_TILE_WIDTHS, check_against_torch, lecture_problem)
 from course.cuda_library import CudaError, CudaModule, compile_cuda, cuda_prelude
 from course.cuda_toolkit import (CudaUnavailableError, cuda_arch, describe_gpu, gpu_available, nvcc_available,
                                  require_cuda)

@@ -48,3 +48,10 @@ def innermost_loop(ptx):
         body = lines[start + 1:j + 1]
         if any(l.startswith('fma') for l in body): loops.append(body)
     return min(loops, key=len) if loops else []
+
+
+def loop_cost(ptx):
+    "PTX instructions per fused multiply-add in the innermost loop of `ptx` (None if that loop was fully unrolled)."
+    body = innermost_loop(ptx)
+    fmas = sum(line.startswith('fma') for line in body)
+    return len(body) / fmas if fmas else None

@@ -16,9 +16,8 @@ Most of a minute goes there. This module builds the same two files with less:
 If the CUDA file uses a part of PyTorch the light prelude leaves out, it is rebuilt once with the
 whole `<torch/extension.h>` in front, so every source that built with `load_inline` still builds.
 """
-import hashlib, importlib.util, os, re, subprocess, sys, sysconfig, tempfile
+import hashlib, importlib.util, os, re, subprocess, sysconfig
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from .compile_errors import CudaCompileError, compile_errors
 from .cuda_toolkit import cache_dir, cuda_arch, nvcc_path, nvcc_version
@@ -139,8 +138,7 @@ def build_extension(cuda_src, cpp_src, funcs, name, opt=True, verbose=False):
     so = work / module / f'{module}_{_key(str(srcs["cuda.cu"][3]), str(srcs["main.cpp"][3]))}.so'
     if not so.exists():
         tmp = so.with_suffix(f'.{os.getpid()}.tmp')
-        cmd = [cxx, '-shared', str(srcs['cuda.cu'][3]), str(srcs['main.cpp'][3]), *_link_flags(),
-               f'-L{Path(nvcc).parent.parent / "lib64"}', '-o', str(tmp)]
+        cmd = [cxx, '-shared', str(srcs['cuda.cu'][3]), str(srcs['main.cpp'][3]), *_link_flags(), '-o', str(tmp)]
         if verbose: print(' '.join(cmd))
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0: raise CudaCompileError(res.stderr.strip()[-3000:])

@@ -5,7 +5,9 @@ import functools
 import pytest
 import torch
 
-from utils import LECTURE_SHAPE, SMALL_AWKWARD_SHAPES, import_notebook
+from course.disassembly import loop_cost
+
+from utils import LECTURE_SHAPE, SMALL_AWKWARD_SHAPES_AND_TILE_WIDTHS, import_notebook
 
 nb08, nb09 = import_notebook('08'), import_notebook('09')
 numba = nb08.numba
@@ -15,7 +17,7 @@ KERNELS = {'dynamic (lecture)': nb08.matmul_numba_dyn, 'static': nb08.matmul_num
            'static unsigned indices': nb09.matmul_numba_unsigned,
            'dynamic uint32 + while': nb09.matmul_numba_dyn_tuned,
            **{f'dynamic {name}': nb09.dynamic_variant(**sw) for name, sw in nb09.DYNAMIC_VARIANTS.items()}}
-SHAPES = [(*shape, tw) for shape, tw in zip(SMALL_AWKWARD_SHAPES + ((1, 9, 1),), (4, 16, 8, 8, 4))]
+SHAPES = [(*shape, tw) for shape, tw in SMALL_AWKWARD_SHAPES_AND_TILE_WIDTHS]
 
 
 def test_simulator_is_on_exactly_when_there_is_no_gpu():
@@ -97,8 +99,8 @@ def test_unsigned_while_loop_makes_the_inner_loop_as_short_as_cuda_c():
     m = torch.rand(40, 24, device='cuda')
     nb08.matmul_numba_dyn(m, m.t().contiguous())
     nb09.matmul_numba_dyn_tuned(m, m.t().contiguous())
-    assert nb09.loop_cost(nb09.ptx_of(nb08.matmul_dyn_numba_k)) > 15
-    assert nb09.loop_cost(nb09.ptx_of(nb09.dynamic_numba_kernel(numba.uint32, while_loop=True))) < 8
+    assert loop_cost(nb09.ptx_of(nb08.matmul_dyn_numba_k)) > 15
+    assert loop_cost(nb09.ptx_of(nb09.dynamic_numba_kernel(numba.uint32, while_loop=True))) < 8
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU")

@@ -5,12 +5,11 @@ import time
 import pytest
 import torch
 
-from utils import SMALL_AWKWARD_SHAPES, dim3, import_notebook
+from utils import SMALL_AWKWARD_SHAPES_AND_TILE_WIDTHS, dim3, import_notebook
 
 NB = {name: import_notebook(name) for name in ('01', '02', '03', '04')}
 
-# (h, k, w), tile width: not multiples of tw, 1 x K, K x 1, and 1 x 1
-SHAPES = list(zip(SMALL_AWKWARD_SHAPES + ((1, 9, 1),), (4, 16, 8, 8, 4)))
+SHAPES = list(SMALL_AWKWARD_SHAPES_AND_TILE_WIDTHS)   # ((h, k, w), tw): not multiples of tw, 1 x K, K x 1
 
 
 def lecture_sample():
