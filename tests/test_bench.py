@@ -16,8 +16,8 @@ def test_benchmarks_say_they_need_a_gpu(script):
 
 
 def test_benchmark_uses_the_notebooks_kernels():
-    "Notebook 10 builds its list of kernels from the teaching notebooks, not from copies."
+    "Notebook 11 builds its list of kernels from the teaching notebooks, not from copies."
     from course.notebook_import import exported_cells, NOTEBOOK_DIR
-    src = '\n'.join(exported_cells(NOTEBOOK_DIR / '10_benchmarks.ipynb'))
-    for nb in ('01', '05', '06', '07', '08', '09'): assert f"'{nb}'" in src
+    src = '\n'.join(exported_cells(NOTEBOOK_DIR / '11_benchmarks.ipynb'))
+    for nb in ('01', '05', '06', '07', '08', '09', '10'): assert f"'{nb}'" in src
     assert '__global__' not in src and '@cuda.jit' not in src

@@ -1,0 +1,45 @@
+"""Hardware counters from Nsight Compute (`ncu`), for one kernel launch of a Python snippet.
+
+`ncu` replays the kernel as many times as the counters need and reports them; we ask for a few and parse
+its CSV. Where `ncu` is not installed (or cannot read the counters) `ncu_unavailable()` says so in one line.
+"""
+import csv, io, os, shutil, subprocess, sys
+
+# The counters the notebooks read, and what each says.
+COUNTERS = {
+    'gpu__time_duration.sum': 'kernel time (ns)',
+    'sm__sass_thread_inst_executed_op_ffma_pred_on.sum': 'FMAs (thread instructions)',
+    'sm__sass_inst_executed_op_shared_ld.sum': 'shared loads (warp instructions)',
+    'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum': 'bank conflicts, shared loads',
+    'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum': 'bank conflicts, shared stores',
+    'smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct': 'global load efficiency (%)',
+    'sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active': 'FMA pipe busy (%)',
+}
+
+
+def ncu_path():
+    return shutil.which('ncu') or next((p for p in ('/usr/local/cuda/bin/ncu',) if os.path.exists(p)), None)
+
+
+def ncu_unavailable():
+    "None when ncu is here; otherwise one line saying why there are no counters."
+    return None if ncu_path() else "Nsight Compute (ncu) is not installed here, so no counters were read"
+
+
+def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
+    """Run `python -c snippet` under ncu and return {counter: value} for the last launch of a kernel whose
+    name matches `kernel_regex`. Raises RuntimeError with ncu's own words when it fails."""
+    if ncu_unavailable(): raise RuntimeError(ncu_unavailable())
+    cmd = [ncu_path(), '--csv', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
+           sys.executable, '-c', snippet]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
+    rows = [r for r in csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"'))))]
+    if not rows:
+        said = [l for l in (res.stdout + res.stderr).splitlines() if 'ERR' in l or 'rror' in l]
+        raise RuntimeError(f"ncu read no counters: {(said or ['(no message)'])[-1].strip()}")
+    last_id = rows[-1]['ID']
+    values = {}
+    for r in rows:
+        if r['ID'] == last_id:
+            values[r['Metric Name']] = float(r['Metric Value'].replace(',', '')) if r['Metric Value'] not in ('', 'n/a') else float('nan')
+    return values

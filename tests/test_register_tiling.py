@@ -1,0 +1,108 @@
+"""Notebook 10's register-tiled kernels, autotuner and Numba twin, from its `#| export` cells.
+
+On a CPU-only machine (CI) every CUDA C variant is still compiled by nvcc, and the Numba twin runs in
+Numba's simulator; on a GPU every variant runs against torch on the course's shapes and bad inputs."""
+import pytest
+import torch
+
+from conftest import gpu
+from utils import LECTURE_AND_AWKWARD_SHAPES, SMALL_AWKWARD_SHAPES, import_notebook, nvcc_available
+
+nb10 = import_notebook('10')
+STEPS = {name: fn for name, fn in nb10.ladder().items() if not name.startswith('07')}
+# Shapes that reach every path: edge tiles in M, N and K; widths that are not multiples of 4 (no float4);
+# 1 x K and K x 1; and a K that is a multiple of 4 but not of the tile's BK.
+SHAPES = LECTURE_AND_AWKWARD_SHAPES + ((129, 68, 260), (257, 1020, 131), (2, 3, 4))
+needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
+
+
+@needs_nvcc
+def test_every_variant_compiles():
+    "The five steps and every variant of the autotuner's search space compile (nvcc, also without a GPU)."
+    variants = list(STEPS.values()) + nb10.SEARCH_SPACE
+    nb10.compile_all(variants)
+    assert all(v._module is not None for v in variants)
+    assert len(nb10.SEARCH_SPACE) >= 24
+
+
+def test_search_space_is_well_formed():
+    "Every variant's warps cover its block tile and its lanes cover their sub-tiles (checked again by static_assert)."
+    for v in nb10.SEARCH_SPACE:
+        p = v.params
+        assert v.threads in (128, 256) and p['BM'] % p['WM'] == 0 and p['BN'] % p['WN'] == 0
+        assert (p['BM'] * p['BK'] // 4) % v.threads == 0 and (p['BK'] * p['BN'] // 4) % v.threads == 0
+
+
+def test_loads_per_fma_fall_step_by_step():
+    "The arithmetic of the notebook: each step needs fewer shared-memory load instructions per FMA."
+    per_fma = [nb10.loads_per_fma(nb10.ladder_params(name, fn))[0] for name, fn in nb10.ladder().items()]
+    assert per_fma[0] == 2.0 and per_fma[1] == pytest.approx(9 / 8) and per_fma[2] == pytest.approx(16 / 64)
+    assert per_fma[3] == pytest.approx(4 / 64) and all(a >= b for a, b in zip(per_fma, per_fma[1:]))
+
+
+@gpu
+@pytest.mark.parametrize('name', [*STEPS, 'autotuned', 'Numba twin'])
+@pytest.mark.parametrize('shape', SHAPES, ids=[f'{h}x{k}@{k}x{w}' for h, k, w in SHAPES])
+def test_kernels_match_torch(name, shape):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fn = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}[name]
+    h, k, w = shape
+    m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+    ref = (m.double() @ n.double()).float()
+    torch.testing.assert_close(fn(m, n), ref, rtol=1e-4, atol=1e-4 * k ** 0.5)
+
+
+@gpu
+def test_every_search_space_variant_matches_torch():
+    "The autotuner may pick any variant: each is right on a shape with edge tiles in M, N and K."
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for h, k, w in ((300, 68, 260), (129, 3, 5)):
+        m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+        ref = (m.double() @ n.double()).float()
+        for v in nb10.SEARCH_SPACE: torch.testing.assert_close(v(m, n), ref, rtol=1e-4, atol=1e-3, msg=repr(v))
+
+
+@gpu
+def test_unaligned_inputs_take_the_checked_path():
+    "A view that starts 4 bytes into its storage cannot use float4 loads; the launcher sees it and stays right."
+    base = torch.randn(64 * 64 + 1, device='cuda')
+    m = base[1:].view(64, 64)
+    n = torch.randn(64, 64, device='cuda')
+    assert m.data_ptr() % 16 != 0
+    torch.testing.assert_close(nb10.step5(m, n), m @ n, rtol=1e-4, atol=1e-3)
+
+
+@gpu
+@pytest.mark.parametrize('name', [*STEPS, 'autotuned', 'Numba twin'])
+def test_wrappers_reject_bad_input(name):
+    fn = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}[name]
+    good = torch.rand(8, 8, device='cuda')
+    bad = {'CPU tensor': (torch.rand(8, 8), good), 'non-contiguous': (torch.rand(8, 8, device='cuda').t(), good),
+           'float64': (good.double(), good), 'size mismatch': (torch.rand(8, 5, device='cuda'), good),
+           'empty': (torch.rand(0, 8, device='cuda'), good)}
+    for what, args in bad.items():
+        with pytest.raises((ValueError, TypeError)) as e: fn(*args)
+        assert len(str(e.value).splitlines()[0]) < 200, what
+    torch.cuda.synchronize()
+
+
+@gpu
+def test_resources_come_from_the_runtime():
+    r = nb10.step5.resources()
+    assert 32 <= r['registers'] <= 255 and r['blocks_per_sm'] >= 1 and r['spilled_bytes'] == 0
+    assert r['shared_kib'] == pytest.approx(nb10.step5.shared_bytes / 1024)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the simulator runs where there is no GPU")
+@pytest.mark.parametrize('shape', SMALL_AWKWARD_SHAPES, ids=[f'{h}x{k}@{k}x{w}' for h, k, w in SMALL_AWKWARD_SHAPES])
+def test_numba_twin_in_the_simulator(shape):
+    h, k, w = shape
+    m, n = torch.randn(h, k), torch.randn(k, w)
+    torch.testing.assert_close(nb10.matmul_numba_warptiled(m, n), m @ n, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the simulator runs where there is no GPU")
+def test_numba_twin_rejects_bad_input_in_the_simulator():
+    good = torch.rand(8, 8)
+    for args in ((good.double(), good), (torch.rand(8, 5), good), (torch.rand(0, 8), good), (good.t(), good)):
+        with pytest.raises((ValueError, TypeError)): nb10.matmul_numba_warptiled(*args)
