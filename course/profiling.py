@@ -9,7 +9,9 @@ import csv, io, os, shutil, subprocess, sys
 COUNTERS = {
     'gpu__time_duration.sum': 'kernel time (ns)',
     'sm__sass_thread_inst_executed_op_ffma_pred_on.sum': 'FMAs (thread instructions)',
+    'smsp__inst_executed.sum': 'instructions (warp instructions)',
     'sm__sass_inst_executed_op_shared_ld.sum': 'shared loads (warp instructions)',
+    'sm__sass_inst_executed_op_global_ld.sum': 'global loads (warp instructions)',
     'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum': 'bank conflicts, shared loads',
     'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum': 'bank conflicts, shared stores',
     'smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct': 'global load efficiency (%)',
