@@ -16,4 +16,7 @@ own helpers, and imports of what the notebooks use from here.
 | `timing` | `cuda_time_ms`: timing with CUDA events |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
 | `drawings` | the figures the notebooks draw |
+| `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
+| `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
+| `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |
 """
