@@ -32,6 +32,16 @@ def check_against_torch(fn, shapes=LECTURE_AND_AWKWARD_SHAPES, device='cuda', **
     return ok
 
 
+def bad_matmul_inputs(device='cuda'):
+    """{what is wrong: (m, n)}: inputs every matmul wrapper must refuse with a ValueError or TypeError
+    (a CPU tensor where the GPU is expected, non-contiguous, float64, a size mismatch, an empty matrix)."""
+    import torch
+    good = torch.rand(8, 8, device=device)
+    return {'CPU tensor': (torch.rand(8, 8), good), 'non-contiguous': (torch.rand(8, 8, device=device).t(), good),
+            'float64': (good.double(), good), 'size mismatch': (torch.rand(8, 5, device=device), good),
+            'empty': (torch.rand(0, 8, device=device), good)}
+
+
 def lecture_problem(device='cpu', seed=42):
     "The lecture's inputs, m1 (5120x256) and m2 (256x5120), random with a fixed seed, and the product's FLOP count."
     import torch

@@ -10,6 +10,7 @@ import torch
 
 import utils
 from conftest import gpu
+from course.correctness import bad_matmul_inputs
 from utils import LECTURE_AND_AWKWARD_SHAPES, import_notebook
 
 NB = {name: import_notebook(name) for name in ('01', '05', '06', '07')}
@@ -97,11 +98,7 @@ def test_kernels_match_torch(name, shape):
 @pytest.mark.parametrize('name', WRAPPERS)
 def test_wrappers_reject_bad_input(name):
     f = gpu_wrappers()[name]
-    good = torch.rand(8, 8, device='cuda')
-    bad = {'CPU tensor': (torch.rand(8, 8), good), 'non-contiguous': (torch.rand(8, 8, device='cuda').t(), good),
-           'float64': (good.double(), good), 'size mismatch': (torch.rand(8, 5, device='cuda'), good),
-           'empty': (torch.rand(0, 8, device='cuda'), good)}
-    for what, args in bad.items():
+    for what, args in bad_matmul_inputs().items():
         with pytest.raises((ValueError, TypeError, RuntimeError)) as e:
             f(*args)
         assert len(str(e.value).splitlines()[0]) < 200, what

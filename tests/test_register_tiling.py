@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from conftest import gpu
+from course.correctness import bad_matmul_inputs
 from utils import LECTURE_AND_AWKWARD_SHAPES, SMALL_AWKWARD_SHAPES, import_notebook, nvcc_available
 
 nb10 = import_notebook('10')
@@ -76,11 +77,7 @@ def test_unaligned_inputs_take_the_checked_path():
 @pytest.mark.parametrize('name', [*STEPS, 'autotuned', 'Numba twin'])
 def test_wrappers_reject_bad_input(name):
     fn = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}[name]
-    good = torch.rand(8, 8, device='cuda')
-    bad = {'CPU tensor': (torch.rand(8, 8), good), 'non-contiguous': (torch.rand(8, 8, device='cuda').t(), good),
-           'float64': (good.double(), good), 'size mismatch': (torch.rand(8, 5, device='cuda'), good),
-           'empty': (torch.rand(0, 8, device='cuda'), good)}
-    for what, args in bad.items():
+    for what, args in bad_matmul_inputs().items():
         with pytest.raises((ValueError, TypeError)) as e: fn(*args)
         assert len(str(e.value).splitlines()[0]) < 200, what
     torch.cuda.synchronize()
