@@ -7,12 +7,18 @@ class CudaUnavailableError(RuntimeError):
     "Raised at once when something needs CUDA (a GPU, nvcc or a CUDA build of torch) that is missing."
 
 
-def nvcc_path():
-    "The nvcc executable: CUDA_HOME's (as torch finds it), else the one on PATH, else /usr/local/cuda's; None if none."
+def cuda_tool(name):
+    """A CUDA toolkit program (nvcc, cuobjdump, ncu, ...): CUDA_HOME's (as torch finds it), else the one on
+    PATH, else /usr/local/cuda's; None if none."""
     from torch.utils.cpp_extension import CUDA_HOME
-    cand = [os.path.join(CUDA_HOME, 'bin', 'nvcc')] if CUDA_HOME else []
-    cand += [shutil.which('nvcc') or '', '/usr/local/cuda/bin/nvcc']
+    cand = [os.path.join(CUDA_HOME, 'bin', name)] if CUDA_HOME else []
+    cand += [shutil.which(name) or '', f'/usr/local/cuda/bin/{name}']
     return next((c for c in cand if c and os.path.exists(c)), None)
+
+
+def nvcc_path():
+    "The nvcc executable (see cuda_tool); None if none."
+    return cuda_tool('nvcc')
 
 
 @functools.lru_cache(maxsize=None)

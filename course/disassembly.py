@@ -1,17 +1,17 @@
 "What nvcc makes of a source: machine code (SASS) where cuobjdump is installed, else PTX."
-import os, re, shutil, subprocess
+import re, subprocess
 from pathlib import Path
 
 from .cuda_library import run_nvcc
-from .cuda_toolkit import cuda_arch, nvcc_path
+from .cuda_toolkit import cuda_arch, cuda_tool
 
 
 def cuda_disassembly(cuda_src, arch=None, extra_flags=()):
     """The machine code (SASS) nvcc makes of `cuda_src`, from cuobjdump; where cuobjdump is missing,
     the PTX (the portable assembly the machine code is made from) instead. Returns (kind, text)."""
     arch = arch or cuda_arch()
-    cuobjdump = shutil.which('cuobjdump') or os.path.join(os.path.dirname(nvcc_path() or ''), 'cuobjdump')
-    if os.path.exists(cuobjdump):
+    cuobjdump = cuda_tool('cuobjdump')
+    if cuobjdump:
         cubin = run_nvcc(['-cubin', f'-arch={arch}', '-O3', *extra_flags], cuda_src, '.cubin', what='cuda_disassembly')
         sass = subprocess.run([cuobjdump, '-sass', str(cubin)], capture_output=True, text=True, check=True).stdout
         if 'Function :' in sass: return 'SASS', sass

@@ -3,7 +3,9 @@
 `ncu` replays the kernel as many times as the counters need and reports them; we ask for a few and parse
 its CSV. Where `ncu` is not installed (or cannot read the counters) `ncu_unavailable()` says so in one line.
 """
-import csv, io, os, shutil, subprocess, sys
+import csv, io, subprocess, sys
+
+from .cuda_toolkit import cuda_tool
 
 # The counters the notebooks read, and what each says.
 COUNTERS = {
@@ -19,20 +21,16 @@ COUNTERS = {
 }
 
 
-def ncu_path():
-    return shutil.which('ncu') or next((p for p in ('/usr/local/cuda/bin/ncu',) if os.path.exists(p)), None)
-
-
 def ncu_unavailable():
     "None when ncu is here; otherwise one line saying why there are no counters."
-    return None if ncu_path() else "Nsight Compute (ncu) is not installed here, so no counters were read"
+    return None if cuda_tool('ncu') else "Nsight Compute (ncu) is not installed here, so no counters were read"
 
 
 def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
     """Run `python -c snippet` under ncu and return {counter: value} for the last launch of a kernel whose
     name matches `kernel_regex`. Raises RuntimeError with ncu's own words when it fails."""
     if ncu_unavailable(): raise RuntimeError(ncu_unavailable())
-    cmd = [ncu_path(), '--csv', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
+    cmd = [cuda_tool('ncu'), '--csv', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
            sys.executable, '-c', snippet]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
     rows = [r for r in csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"'))))]

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import utils
-from conftest import gpu
+from conftest import assert_matches_torch, gpu
 from course.correctness import bad_matmul_inputs
 from utils import LECTURE_AND_AWKWARD_SHAPES, import_notebook
 
@@ -85,13 +85,7 @@ WRAPPERS = ['01 naive (load_cuda)', '05 dynamic (load_cuda)', '05 dynamic', '06 
 @pytest.mark.parametrize('name', WRAPPERS)
 @pytest.mark.parametrize('shape', SHAPES, ids=[f'{h}x{k}@{k}x{w}' for h, k, w in SHAPES])
 def test_kernels_match_torch(name, shape):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    h, k, w = shape
-    m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
-    ref = (m.double() @ n.double()).float()
-    out = gpu_wrappers()[name](m, n)
-    assert out.shape == (h, w)
-    torch.testing.assert_close(out, ref, rtol=1e-4, atol=1e-4 * k ** 0.5)
+    assert_matches_torch(gpu_wrappers()[name], *shape)
 
 
 @gpu

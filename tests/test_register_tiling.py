@@ -5,7 +5,7 @@ Numba's simulator; on a GPU every variant runs against torch on the course's sha
 import pytest
 import torch
 
-from conftest import gpu
+from conftest import assert_matches_torch, gpu
 from course.correctness import bad_matmul_inputs
 from utils import LECTURE_AND_AWKWARD_SHAPES, SMALL_AWKWARD_SHAPES, import_notebook, nvcc_available
 
@@ -14,6 +14,8 @@ STEPS = {name: fn for name, fn in nb10.ladder().items() if not name.startswith('
 # Shapes that reach every path: edge tiles in M, N and K; widths that are not multiples of 4 (no float4);
 # 1 x K and K x 1; and a K that is a multiple of 4 but not of the tile's BK.
 SHAPES = LECTURE_AND_AWKWARD_SHAPES + ((129, 68, 260), (257, 1020, 131), (2, 3, 4))
+# Every wrapper the GPU tests call: the five steps, the autotuned kernel and the Numba twin.
+WRAPPERS = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
 
 
@@ -42,15 +44,10 @@ def test_loads_per_fma_fall_step_by_step():
 
 
 @gpu
-@pytest.mark.parametrize('name', [*STEPS, 'autotuned', 'Numba twin'])
+@pytest.mark.parametrize('name', WRAPPERS)
 @pytest.mark.parametrize('shape', SHAPES, ids=[f'{h}x{k}@{k}x{w}' for h, k, w in SHAPES])
 def test_kernels_match_torch(name, shape):
-    torch.backends.cuda.matmul.allow_tf32 = False
-    fn = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}[name]
-    h, k, w = shape
-    m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
-    ref = (m.double() @ n.double()).float()
-    torch.testing.assert_close(fn(m, n), ref, rtol=1e-4, atol=1e-4 * k ** 0.5)
+    assert_matches_torch(WRAPPERS[name], *shape)
 
 
 @gpu
@@ -74,9 +71,9 @@ def test_unaligned_inputs_take_the_checked_path():
 
 
 @gpu
-@pytest.mark.parametrize('name', [*STEPS, 'autotuned', 'Numba twin'])
+@pytest.mark.parametrize('name', WRAPPERS)
 def test_wrappers_reject_bad_input(name):
-    fn = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}[name]
+    fn = WRAPPERS[name]
     for what, args in bad_matmul_inputs().items():
         with pytest.raises((ValueError, TypeError)) as e: fn(*args)
         assert len(str(e.value).splitlines()[0]) < 200, what
