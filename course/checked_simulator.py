@@ -121,7 +121,7 @@ class Buffer:
             if writer not in (None, thread) and w_epoch == epoch:
                 raise KernelFault(f"a barrier is missing: {who(block, thread)} reads {where}, which thread "
                                   f"(x={writer[0]}, y={writer[1]}) writes with no barrier between them (after "
-                                  f"{epoch} barrier(s) each), so it may read the old value")
+                                  f"{epoch} barrier(s) each), so whether it reads the value before or after that write depends on timing")
             readers[thread] = epoch
         else:
             late = [r for r, e in readers.items() if e == epoch and r != thread]

@@ -6,7 +6,7 @@ Cells that begin with `%%needs_gpu` (or `%%needs_nvcc`) get a test of their own:
 a GPU (or nvcc) it is reported as SKIPPED with the cell's reason (it printed the skip line, it did not
 run), and where the GPU (or nvcc) is present it checks the cell really ran. Set NOTEBOOK_TIMEOUT (seconds per cell) to change the default of 900.
 """
-import json, os, shutil
+import json, os, re, shutil
 from pathlib import Path
 
 import nbformat
@@ -78,3 +78,23 @@ def test_guarded_cell(path, index, magic, why, tmp_path_factory):
         pytest.skip(f"{path.stem} cell {index} %%{magic} ({why}) did not run here: {CELL_REQUIREMENTS[magic][1]}")
     assert SKIP_MARK not in text, f"cell {index} was skipped although this machine has what it needs"
     assert not any(o.get('output_type') == 'error' for o in cells[index].get('outputs', []))
+
+
+EXERCISE_NOTEBOOKS = sorted((ROOT / 'notebooks' / 'exercises').glob('[0-9]*.ipynb'))
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize('path', EXERCISE_NOTEBOOKS, ids=[f'exercises/{p.stem}' for p in EXERCISE_NOTEBOOKS])
+def test_exercise_notebook_runs_top_to_bottom(path, tmp_path_factory):
+    """An untouched exercise notebook runs top to bottom: each check cell prints its verdict ('not yet',
+    with the sentence that says why) instead of raising."""
+    work = tmp_path_factory.mktemp(f'exercises_{path.stem}')
+    shutil.copytree(ROOT / 'notebooks', work / 'notebooks')
+    nb = nbformat.read(work / 'notebooks' / 'exercises' / path.name, as_version=4)
+    error = execute_notebook(nb, work / 'notebooks' / 'exercises', CELL_TIMEOUT)
+    assert error is None, f"{path.name} failed:\n{error}"
+    checks = [c for c in nb.cells if c.cell_type == 'code' and c.source.startswith('check(')]
+    assert len(checks) >= 2
+    for c in checks:
+        text = cell_text(c)
+        assert re.search(r'Exercise \d\d\.\d .*: not yet', text) and 'FIX' in text, text
