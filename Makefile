@@ -1,6 +1,7 @@
 # Two commands for a newcomer (see README):
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run the tests (notebooks included)
+# and one for the exercises: make check EX=04.1
 # Everything goes into a virtual environment in .venv, made with $(PYTHON) (3.10 or newer).
 
 PYTHON ?= python3
@@ -14,7 +15,7 @@ PYTEST_ARGS ?=
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root) $(if $(DISPLAY),,--no-browser)
 LAB_CMD = $(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
-.PHONY: lab lab-command test setup bench clean
+.PHONY: lab lab-command test check setup bench clean
 
 setup: $(STAMP)
 
@@ -35,6 +36,11 @@ lab-command:
 
 test: $(STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Check exercises (notebooks/exercises/), as saved: `make check` (all), `make check EX=04` (one notebook),
+# `make check EX=04.1` (one exercise); add SOLUTIONS=1 to check the reference solutions in solutions/ instead.
+check: $(STAMP)
+	$(BIN)/python -m course.exercises $(EX) $(if $(SOLUTIONS),--solutions)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py

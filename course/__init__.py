@@ -19,4 +19,8 @@ own helpers, and imports of what the notebooks use from here.
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
 | `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |
+| `exercises` | the exercise checker: `check('04.1')` in an exercise notebook, `python -m course.exercises` in a shell |
+| `exercise_catalogue` | every exercise's check, in course order |
+| `exercise_checks` | what the checks are made of: comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
+| `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 """
