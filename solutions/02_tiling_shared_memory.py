@@ -1,22 +1,11 @@
 "Reference solutions of notebooks/exercises/02_tiling_shared_memory.ipynb. Try the exercises first!"
-from utils import cdiv
+from utils import cdiv, import_notebook
+nb02 = import_notebook('02')
 
 
 # Exercise 02.1: fill the tiles
-def matmul_tiled_bk(blockIdx, blockDim, shared, m, n, out, h, w, k, tw):
-    ms, ns = shared[:tw*tw], shared[tw*tw:]
-    for ph in range(cdiv(k, tw)):
-        idx = ph * tw
-        for tr in range(blockDim.y):
-            for tc in range(blockDim.x):
-                r, c = blockIdx.y*blockDim.y + tr, blockIdx.x*blockDim.x + tc
-                ms[tr*tw + tc] = m[r*k + idx + tc] if r < h and idx + tc < k else 0.
-                ns[tr*tw + tc] = n[(idx + tr)*w + c] if c < w and idx + tr < k else 0.
-        for tr in range(blockDim.y):
-            for tc in range(blockDim.x):
-                r, c = blockIdx.y*blockDim.y + tr, blockIdx.x*blockDim.x + tc
-                if r < h and c < w:
-                    for i in range(tw): out[r*w + c] += ms[tr*tw + i] * ns[i*tw + tc]
+# The answer is notebook 02's kernel itself: its first loop over the threads fills the tiles.
+matmul_tiled_bk = nb02.matmul_tiled_bk
 
 
 # Exercise 02.2: rectangular tiles
