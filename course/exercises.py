@@ -61,7 +61,7 @@ def check(exercise_id, namespace=None):
     defines, and print what passed, what is wrong and what this machine could not check."""
     if exercise_id not in EXERCISES:
         raise KeyError(f"no exercise {exercise_id!r}; there are {', '.join(EXERCISES)}")
-    ns = namespace if namespace is not None else inspect.stack()[1].frame.f_globals
+    ns = namespace if namespace is not None else inspect.currentframe().f_back.f_globals   # the notebook's
     print(run_check(exercise_id, ns).text())
 
 
