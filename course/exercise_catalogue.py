@@ -93,15 +93,20 @@ def input_rules(ns, report):
 # 02: tiles in simulated shared memory, one Python call per block
 # ==================================================================================================
 
-def run_matmul_block_kernel(kernel, h, k, w, threads, shared_size, **kwargs):
-    "Run a notebook-02 block kernel on random m, n; return (result, expected, trace)."
+def run_matmul_kernel(runner, kernel, h, k, w, threads, shared_size, rows_per_block=None, **kwargs):
+    """Run a simulated matmul kernel on random m, n with `runner` (run_block_kernels for notebook 02's block
+    kernels, which add into out; run_threaded_blocks for thread kernels, whose out starts as NaN so an element
+    no thread writes shows). Each block covers threads.x columns and rows_per_block rows (default threads.y).
+    Returns (result, expected, trace)."""
     m, n = rand(h, k), rand(k, w)
     trace = Trace()
     b = buffers(trace, m=m, n=n)
-    out = buffers(trace, out=m.new_zeros(h, w))['out']
-    with running(f"{kernel.__name__} on {problem(h, k, w, **kwargs)}"):
-        run_block_kernels(kernel, dim3(cdiv(w, threads.x), cdiv(h, threads.y)), threads, shared_size,
-                          b['m'], b['n'], out, h, w, k, trace=trace, **kwargs)
+    out = buffers(trace, out=m.new_zeros(h, w))['out'] if runner is run_block_kernels else nan_buffer(trace, 'out', h * w)
+    rows = rows_per_block or threads.y
+    shown = {a: v for a, v in kwargs.items() if a != 'seed'}
+    with running(f"{kernel.__name__} on {problem(h, k, w, **shown)}"):
+        runner(kernel, dim3(cdiv(w, threads.x), cdiv(h, rows)), threads, shared_size,
+               b['m'], b['n'], out, h, w, k, trace=trace, **kwargs)
     return as_tensor(out, h, w), m @ n, trace
 
 
@@ -109,7 +114,7 @@ def run_matmul_block_kernel(kernel, h, k, w, threads, shared_size, **kwargs):
 def fill_the_tiles(ns, report):
     kernel, = need(ns, 'matmul_tiled_bk')
     for (h, k, w), tw in (((5, 7, 3), 4), ((1, 37, 5), 8), ((6, 37, 1), 8), ((17, 9, 13), 4)):
-        got, expected, trace = run_matmul_block_kernel(kernel, h, k, w, dim3(tw, tw), 2 * tw * tw, tw=tw)
+        got, expected, trace = run_matmul_kernel(run_block_kernels, kernel, h, k, w, dim3(tw, tw), 2 * tw * tw, tw=tw)
         compare(got, expected, problem(h, k, w, tw=tw))
         limit = 2 * tw * tw * cdiv(k, tw)
         most, (block, _) = trace.most('m', 'read', 'n')
@@ -126,7 +131,7 @@ def rectangular_block_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_bk')
     for (h, k, w), (th, tw, tk) in (((5, 7, 3), (4, 8, 4)), ((9, 11, 10), (8, 2, 3)), ((1, 13, 6), (2, 4, 8)),
                                     ((7, 5, 1), (4, 2, 6))):
-        got, expected, trace = run_matmul_block_kernel(kernel, h, k, w, dim3(tw, th), th * tk + tk * tw, tk=tk)
+        got, expected, trace = run_matmul_kernel(run_block_kernels, kernel, h, k, w, dim3(tw, th), th * tk + tk * tw, tk=tk)
         what = problem(h, k, w, th=th, tw=tw, tk=tk)
         compare(got, expected, what)
         limit = (th * tk + tk * tw) * cdiv(k, tk)
@@ -214,23 +219,12 @@ def uncoalesced(kind, name, trace):
 # 04: one Python thread per CUDA thread, and barriers
 # ==================================================================================================
 
-def run_thread_kernel(kernel, h, k, w, threads, shared_size, seed, **kwargs):
-    m, n = rand(h, k), rand(k, w)
-    trace = Trace()
-    b = buffers(trace, m=m, n=n)
-    out = nan_buffer(trace, 'out', h * w)
-    with running(f"{kernel.__name__} on {problem(h, k, w, **kwargs)}"):
-        run_threaded_blocks(kernel, dim3(cdiv(w, threads.x), cdiv(h, threads.y)), threads, shared_size,
-                            b['m'], b['n'], out, h, w, k, trace=trace, seed=seed, **kwargs)
-    return as_tensor(out, h, w), m @ n, trace
-
-
 @exercise('04.1', 'the second barrier')
 def second_barrier(ns, report):
     kernel, = need(ns, 'matmul_tiled_k')
     tw = 4
     for seed, (h, k, w) in enumerate(((5, 7, 3), (9, 13, 6), (1, 9, 5), (6, 9, 1))):
-        got, expected, trace = run_thread_kernel(kernel, h, k, w, dim3(tw, tw), 2 * tw * tw, seed, tw=tw)
+        got, expected, trace = run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, dim3(tw, tw), 2 * tw * tw, seed=seed, tw=tw)
         compare(got, expected, problem(h, k, w, tw=tw))
         at_most(trace, 'global', 'read', 2 * cdiv(k, tw), f"a tiled kernel on {problem(h, k, w, tw=tw)}")
         at_most(trace, 'shared', 'read', 2 * tw * cdiv(k, tw), f"a tiled kernel on {problem(h, k, w, tw=tw)}")
@@ -244,7 +238,7 @@ def rectangular_thread_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_k')
     for seed, ((h, k, w), (th, tw, tk)) in enumerate((((5, 7, 3), (4, 2, 6)), ((9, 11, 10), (2, 4, 3)),
                                                        ((1, 13, 6), (3, 3, 5)), ((7, 5, 1), (4, 2, 6)))):
-        got, expected, trace = run_thread_kernel(kernel, h, k, w, dim3(tw, th), th * tk + tk * tw, seed, tk=tk)
+        got, expected, trace = run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, dim3(tw, th), th * tk + tk * tw, seed=seed, tk=tk)
         what = problem(h, k, w, th=th, tw=tw, tk=tk)
         compare(got, expected, what)
         limit = (cdiv(tk, tw) + cdiv(tk, th)) * cdiv(k, tk)
@@ -433,7 +427,8 @@ def more_tile_widths(ns, report):
     mod = compiled(report, src, 'tmpl_cuda_src')
     from .cuda_toolkit import nvcc_available
     if nvcc_available():
-        kind, text = __import__('course.disassembly', fromlist=['x']).cuda_disassembly(src)
+        from .disassembly import cuda_disassembly
+        kind, text = cuda_disassembly(src)
         made = {int(t) for t in re.findall(r'matmul_tmpl_kILi(\d+)E', text)}
         missing = [tw for tw in widths if tw not in made]
         if missing:
@@ -476,7 +471,7 @@ def two_parameter_template(ns, report):
     for th, tw in RECT_TILES:
         check_matmul_on_gpu(matmul_via(mod.matmul_rect_tmpl, th, tw), f"th={th}, tw={tw}", GPU_SHAPES[1:])
     report.ok("right for every th x tw on awkward shapes")
-    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='matmul_rect_tmpl', extra=', 8, 32'), tools=('memcheck', 'racecheck'))
+    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='matmul_rect_tmpl', extra=', 8, 32'))
     from .correctness import lecture_problem
     from .notebook_import import import_notebook
     from .timing import cuda_time_ms
@@ -648,15 +643,10 @@ def register_tile_1d(ns, report):
     threads = dim3(4, 2)                  # BN = 4 columns, BM = 2 * TM = 8 rows of outputs per block
     BM, BN = threads.y * TM, threads.x
     for seed, (h, k, w) in enumerate(((9, 10, 7), (1, 9, 5), (8, 13, 1), (17, 8, 9))):
-        m, n = rand(h, k), rand(k, w)
-        trace = Trace()
-        b = buffers(trace, m=m, n=n)
-        out = nan_buffer(trace, 'out', h * w)
         what = problem(h, k, w, TM=TM, BK=BK)
-        with running(f"regtile_1d_k on {what}"):
-            run_threaded_blocks(kernel, dim3(cdiv(w, BN), cdiv(h, BM)), threads, BM * BK + BK * BN, b['m'], b['n'],
-                                out, h, w, k, trace=trace, seed=seed, TM=TM, BK=BK)
-        compare(as_tensor(out, h, w), m @ n, what)
+        got, expected, trace = run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, threads, BM * BK + BK * BN,
+                                                 rows_per_block=BM, seed=seed, TM=TM, BK=BK)
+        compare(got, expected, what)
         fmas = cdiv(k, BK) * BK * TM
         most, (block, thread) = trace.most('shared', 'read')
         limit = cdiv(k, BK) * BK * (TM + 1)
@@ -692,7 +682,7 @@ def register_tile_2d(ns, report):
     check_matmul_on_gpu(matmul_via(mod.matmul_regtile), "matmul_regtile",
                         GPU_SHAPES + ((129, 68, 260), (257, 1020, 131)))
     report.ok("right on the lecture's problem and awkward shapes")
-    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='matmul_regtile', extra='').replace('out, h, w, k', 'out, h, w, k'))
+    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='matmul_regtile', extra=''))
     from .correctness import lecture_problem
     from .notebook_import import import_notebook
     m, n, _ = lecture_problem('cuda')
