@@ -14,7 +14,7 @@ calling conventions, and watch it:
 - a thread that returns while others wait at a barrier is a deadlock, reported instead of hanging.
 
 Findings are raised as `KernelFault` (with a sentence naming the block, the thread and the element)."""
-import random, threading, time
+import random, sys, threading, time
 from collections import Counter, defaultdict, namedtuple
 
 dim3 = namedtuple('dim3', ['x', 'y', 'z'], defaults=(1, 1))
@@ -147,15 +147,24 @@ def buffers(trace, space='global', **tensors):
 # Runners, one per calling convention of the course
 # --------------------------------------------------------------------------------------------------
 
+def name_thread(block, thread):
+    "Name the running Python thread after the CUDA thread it simulates (a stopped loop's sentence uses it)."
+    threading.current_thread().cuda_name = who(block, thread)
+
+
 def run_grid(kernel, blocks, threads, *args, trace):
     "Notebook 01's runner: kernel(blockIdx, threadIdx, blockDim, *args) for every thread, one after another."
-    for by in range(blocks.y):
-        for bx in range(blocks.x):
-            for ty in range(threads.y):
-                for tx in range(threads.x):
-                    trace.local.block, trace.local.thread = (bx, by), (tx, ty)
-                    kernel(dim3(bx, by), dim3(tx, ty), threads, *args)
-    trace.local.block = trace.local.thread = None
+    try:
+        for by in range(blocks.y):
+            for bx in range(blocks.x):
+                for ty in range(threads.y):
+                    for tx in range(threads.x):
+                        trace.local.block, trace.local.thread = (bx, by), (tx, ty)
+                        name_thread((bx, by), (tx, ty))
+                        kernel(dim3(bx, by), dim3(tx, ty), threads, *args)
+    finally:
+        trace.local.block = trace.local.thread = None
+        threading.current_thread().cuda_name = None
 
 
 def run_block_kernels(kernel, blocks, threads, shared_size, *args, trace, **kwargs):
@@ -164,9 +173,11 @@ def run_block_kernels(kernel, blocks, threads, shared_size, *args, trace, **kwar
     for by in range(blocks.y):
         for bx in range(blocks.x):
             trace.local.block, trace.local.thread, trace.local.epoch = (bx, by), None, 0
+            name_thread((bx, by), None)
             shared = Buffer('shared', [0.0] * shared_size, 'shared', trace)
             kernel(dim3(bx, by), threads, shared, *args, **kwargs)
     trace.local.block = None
+    threading.current_thread().cuda_name = None
 
 
 def traced_run_threads(trace):
@@ -175,6 +186,7 @@ def traced_run_threads(trace):
         for tr in range(blockDim.y):
             for tc in range(blockDim.x):
                 trace.local.thread = (tc, tr)
+                name_thread(trace.local.block, (tc, tr))
                 f(tr, tc, *args, **kwargs)
         trace.local.thread = None
         # Each call ends as a barrier does: the next call's accesses are in the next phase.
@@ -184,14 +196,28 @@ def traced_run_threads(trace):
 
 class CheckedBarrier:
     """`syncb.wait()` for the threads of one block: counts the barriers each thread has passed (the
-    epoch that stamps its shared-memory accesses) and fails, instead of hanging, when it can never fill."""
+    epoch that stamps its shared-memory accesses) and fails, instead of hanging, when it can never fill.
+    It also notes the line each thread waits at: threads of one block that meet at different barriers
+    (one inside an `if`, say) are out of step, as on a GPU, whatever the values."""
     def __init__(self, parties, trace, timeout=20.0):
         self.barrier = threading.Barrier(parties, timeout=timeout)
         self.trace, self.returned, self.lock = trace, 0, threading.Lock()
+        self.sites = {}     # epoch -> (line, thread) of the first thread to wait there
 
     def wait(self):
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        thread, epoch = self.trace.local.thread, self.trace.local.epoch
         with self.lock:
             if self.returned: self.barrier.abort()   # a thread has returned: it will never arrive here
+            first = self.sites.setdefault(epoch, (site, thread))
+        if first[0] != site:
+            self.barrier.abort()
+            raise KernelFault(f"barriers out of step: thread (x={thread[0]}, y={thread[1]}) waits at line {site[1]} "
+                              f"while thread (x={first[1][0]}, y={first[1][1]}) waits at line {first[0][1]}, each at "
+                              f"its barrier number {epoch + 1}: a barrier inside an `if` (or after an early "
+                              "`return`) is reached by some threads only. Every thread of the block must pass the same "
+                              "barriers: keep syncb.wait() out of ifs and guard only the loads and stores")
         self.barrier.wait()
         self.trace.local.epoch += 1
 
@@ -199,6 +225,28 @@ class CheckedBarrier:
         with self.lock:
             self.returned += 1
             if self.barrier.n_waiting: self.barrier.abort()
+
+
+def stop_on_timeout(fn):
+    "Have the watchdog around this launch (if any) call fn when the kernel runs out of time."
+    from .exercises.watchdog import ACTIVE
+    if ACTIVE: ACTIVE[-1].on_stop(fn)
+
+
+def join_or_stop(pool, syncb):
+    """Wait for the block's threads. If the wait is interrupted (Ctrl-C in Jupyter, or a watchdog), break the
+    barrier and stop every thread still running the kernel before passing the interruption on."""
+    try:
+        for t in pool: t.join()
+    except BaseException:
+        from .exercises.watchdog import KernelTimeout, raise_in
+        syncb.barrier.abort()
+        deadline = time.monotonic() + 5
+        while any(t.is_alive() for t in pool) and time.monotonic() < deadline:
+            for t in pool:
+                if t.is_alive(): raise_in(t.ident, KernelTimeout)
+            time.sleep(0.02)
+        raise
 
 
 def run_threaded_blocks(kernel, blocks, threads, shared_size, *args, trace, seed=0, **kwargs):
@@ -215,6 +263,7 @@ def run_threaded_blocks(kernel, blocks, threads, shared_size, *args, trace, seed
 
             def cuda_thread(tid):
                 trace.local.block, trace.local.thread, trace.local.epoch = block, tid, 0
+                name_thread(block, tid)
                 try:
                     kernel(dim3(*block), dim3(*tid), threads, shared, syncb, *args, **kwargs)
                     returned.append(tid)
@@ -226,10 +275,13 @@ def run_threaded_blocks(kernel, blocks, threads, shared_size, *args, trace, seed
 
             tids = [(x, y) for y in range(threads.y) for x in range(threads.x)]
             rng.shuffle(tids)
-            pool = [threading.Thread(target=cuda_thread, args=(tid,)) for tid in tids]
+            pool = [threading.Thread(target=cuda_thread, args=(tid,), daemon=True) for tid in tids]
+            stop_on_timeout(syncb.barrier.abort)
             for t in pool: t.start()
-            for t in pool: t.join()
+            join_or_stop(pool, syncb)
             if faults:
+                # A barrier reached out of step says why the others then deadlocked or raced: report it first.
+                faults.sort(key=lambda f: 'out of step' not in str(f[1]))
                 tid, e = faults[0]
                 if isinstance(e, KernelFault): raise e
                 raise KernelFault(f"{who(block, tid)} raised {type(e).__name__}: {e}") from e

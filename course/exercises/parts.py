@@ -1,39 +1,19 @@
-"""The tools each exercise's check is made of: comparing with torch, limits on memory traffic, reading
-the machine code, compute-sanitizer, timing against a target. Each failure is one sentence a learner can
-act on, raised as `NotYet`; what a machine cannot check is said in one line (`Report.skip`)."""
-import contextlib, math, re, subprocess, sys, tempfile, textwrap, traceback
+"""The tools each exercise's check is made of: running the learner's code with a time budget, comparing
+with torch, limits on memory traffic, where the barriers stand, compiling CUDA C and reading its machine
+code, compute-sanitizer, timing against a target. Each failure is one sentence a learner can act on,
+raised as `NotYet`; what a machine cannot check is said in one line (`Report.skip`)."""
+import contextlib, math, re, subprocess, sys, tempfile, textwrap
 from pathlib import Path
 
-from .checked_simulator import KernelFault
+from ..checked_simulator import KernelFault
+from .learner_code import LEARNER_FILES, function_tree, learner_frames, source_of, where   # noqa: F401 (source_of: for the lessons)
+from .verdict import NotYet
+from .watchdog import KernelTimeout, Watchdog
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
-
-class NotYet(Exception):
-    "The learner's work does not pass a check yet; the message says what is wrong."
-
-
-class Report:
-    "The lines of one exercise's check: what passed, what failed, what this machine could not check."
-    def __init__(self, exercise_id, title):
-        self.exercise_id, self.title = exercise_id, title
-        self.passed, self.skipped, self.failure = [], [], None
-
-    def ok(self, line): self.passed.append(line)
-    def skip(self, line): self.skipped.append(line)
-
-    @property
-    def success(self): return self.failure is None
-
-    def text(self):
-        verdict = 'passed' if self.success else 'not yet'
-        lines = [f"Exercise {self.exercise_id} ({self.title}): {verdict}"]
-        lines += [f"  ok    {l}" for l in self.passed]
-        if self.failure: lines.append(f"  FIX   {self.failure}")
-        lines += [f"  not checked on this machine: {l}" for l in self.skipped]
-        return '\n'.join(lines)
-
-    def __repr__(self): return self.text()
+# Seconds one call of the learner's Python code may run before it is stopped as a loop that never ends.
+PYTHON_BUDGET_S = 15
 
 
 # --------------------------------------------------------------------------------------------------
@@ -41,26 +21,25 @@ class Report:
 # --------------------------------------------------------------------------------------------------
 
 def learner_line(exc):
-    "'line N of your cell: <code>' for the innermost frame of the learner's code in a traceback, or ''."
-    frames = [f for f in traceback.extract_tb(exc.__traceback__)
-              if not f.filename.startswith(str(ROOT / 'course')) and 'site-packages' not in f.filename
-              and not f.filename.startswith('<frozen')]
-    if not frames: return ''
-    f = frames[-1]
-    return f" (line {f.lineno}: {f.line.strip()})" if f.line else f" (line {f.lineno})"
+    "' at line N of the `#| exercise ...` cell: `<code>`' for the innermost frame of the learner's code, or ''."
+    frames = learner_frames(exc.__traceback__)
+    return f" at {where(frames[-1].filename, frames[-1].lineno)}" if frames else ''
 
 
 @contextlib.contextmanager
-def running(what):
-    "Run the learner's code; turn what it raises into one sentence."
+def running(what, budget_s=PYTHON_BUDGET_S):
+    """Run the learner's code, stopped after budget_s seconds (a loop that never ends); turn what it
+    raises into one sentence."""
     try:
-        yield
+        with Watchdog(budget_s, what=what):
+            yield
     except NotYet: raise
+    except KernelTimeout as e: raise NotYet(f"{what}: {e}") from None
     except KernelFault as e: raise NotYet(f"{what}: {e}") from None
     except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({e or 'NotImplementedError'})") from None
     except Exception as e:
-        raise NotYet(f"{what} raised {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
-                     f"{learner_line(e)}") from None
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+        raise NotYet(f"{what} raised {type(e).__name__}{learner_line(e)}" + (f": {msg}" if msg else '')) from None
 
 
 def need(ns, *names):
@@ -92,7 +71,7 @@ def compare(got, expected, what, atol=1e-4, rtol=1e-4):
 def at_most(trace, where, kind, limit, why):
     """Fail if any one thread (or block) made more than `limit` accesses of this kind to `where`: a memory
     space ('global', 'shared') or a global buffer by name ('m')."""
-    from .checked_simulator import who
+    from ..checked_simulator import who
     most, (block, thread) = trace.most(where, kind)
     if most > limit:
         what = f"{where} values" if where in ('global', 'shared') else f"values of {where} from global memory"
@@ -109,18 +88,49 @@ def gpu_here():
     return torch.cuda.is_available()
 
 
+def cell_place(report, src, name):
+    """place(n): 'line N of the `#| exercise 05.1` cell' for line n of `src`, the CUDA C source held in the
+    learner's variable `name` (a string in their cell, often with a prelude in front)."""
+    from .learner_code import cell_line
+    cell = report.work.cell_defining(name) if report.work else None
+    lines = src.splitlines()
+    def place(n):
+        own = cell_line(cell, lines, n) if cell else None
+        return f"line {own} of {cell.label}" if own else f"line {n} of {name}"
+    return place
+
+
 def compiled(report, src, what):
-    "The CudaModule of `src`, None where nvcc is missing (said in the report); a compile error is a failure."
-    from .compile_errors import CudaCompileError
-    from .cuda_library import compile_cuda
-    from .cuda_toolkit import nvcc_available
+    """The CudaModule of `src` (the learner's variable `what`), None where nvcc is missing (said in the
+    report). A compile error is a failure that points at the line of the learner's cell. Barriers inside
+    branches are found in the source before anything runs."""
+    from ..compile_errors import CudaCompileError
+    from ..cuda_library import compile_cuda
+    from ..cuda_toolkit import nvcc_available
+    from .barrier_placement import cuda_barrier_problems
+    if not isinstance(src, str): raise NotYet(f"{what} is a {type(src).__name__}; it must be a string of CUDA C")
+    place = cell_place(report, src, what)
+    problems = cuda_barrier_problems(src, place=place)
+    if problems: raise NotYet(problems[0])
     if not nvcc_available():
-        report.skip("compiling the CUDA C and everything after it (nvcc is not installed)")
+        report.skip("compiling the CUDA C, and running it: correctness, races, out-of-bounds accesses and speed "
+                    "(nvcc is not installed)")
         return None
     try: mod = compile_cuda(src)
-    except CudaCompileError as e: raise NotYet(f"nvcc cannot compile {what}:\n{textwrap.indent(str(e), '        ')}") from None
+    except CudaCompileError as e:
+        raise NotYet(f"nvcc cannot compile {what}:\n{textwrap.indent(compile_error_text(str(e), src, place), '        ')}") from None
     report.ok(f"{what} compiles")
     return mod
+
+
+def compile_error_text(text, src, place):
+    "nvcc's short errors with each 'your source, line N' or 'kernel.cu, line N' turned into the line of the learner's cell."
+    lines = src.splitlines()
+    def fix(m):
+        n = int(m.group(2))
+        return place(n) if 0 < n <= len(lines) else m.group(0)
+    text = re.sub(r'(your source|[\w.-]+\.cu), line (\d+)', fix, text)
+    return re.sub(r'(?m)^(\s*)\d+ \| ', r'\1 | ', text)     # the code line itself, without the number that is not the cell's
 
 
 # What to look for in a kernel's machine code (SASS; PTX where cuobjdump is missing), by purpose.
@@ -136,7 +146,7 @@ MACHINE_CODE = {
 
 def machine_code(src, kernel):
     "(kind, listing) of the kernel whose mangled name contains `kernel`, made by nvcc (no GPU needed)."
-    from .disassembly import cuda_disassembly, kernel_listing
+    from ..disassembly import cuda_disassembly, kernel_listing
     kind, text = cuda_disassembly(src)
     return kind, kernel_listing((kind, text), kernel)
 
@@ -146,7 +156,7 @@ def count_in(kind, listing, what):
 
 
 def cuda_time(fn, *args):
-    from .timing import cuda_time_ms
+    from ..timing import cuda_time_ms
     return cuda_time_ms(fn, *args, warmup=3, reps=30)
 
 
@@ -177,7 +187,7 @@ torch.cuda.synchronize()
 def sanitized(report, src, calls, tools=('memcheck', 'racecheck')):
     """Run `calls` (Python using `mod`, the compiled src, and torch) under compute-sanitizer's memcheck
     (out-of-bounds accesses) and racecheck (shared-memory races), in a child process."""
-    from .cuda_toolkit import cuda_tool
+    from ..cuda_toolkit import cuda_tool
     sanitizer = cuda_tool('compute-sanitizer')
     if not sanitizer:
         report.skip("out-of-bounds accesses and races on the GPU (compute-sanitizer is not installed)")
@@ -188,7 +198,7 @@ def sanitized(report, src, calls, tools=('memcheck', 'racecheck')):
         script.write_text(SANITIZER_DRIVER.format(root=str(ROOT), src_path=str(src_path), calls=textwrap.dedent(calls)))
         for tool in tools:
             res = subprocess.run([sanitizer, f'--tool={tool}', '--report-api-errors=no', '--error-exitcode=99',
-                                  sys.executable, str(script)], capture_output=True, text=True, timeout=600)
+                                  sys.executable, str(script)], capture_output=True, text=True, timeout=300)
             out = res.stdout + res.stderr
             if res.returncode == 99 or 'ERROR SUMMARY: 0 errors' not in out and 'RACECHECK SUMMARY: 0 hazards' not in out:
                 raise NotYet(sanitizer_sentence(tool, out, res.returncode))
@@ -209,15 +219,21 @@ def sanitizer_sentence(tool, out, code):
 
 
 # --------------------------------------------------------------------------------------------------
-# Sources of the learner's Python and CUDA C
+# Where the barriers stand, read from the learner's Python kernel
 # --------------------------------------------------------------------------------------------------
 
-def source_of(fn):
-    "The Python source of a function or a Numba kernel (on the GPU or in the simulator); '' if unknown."
-    import inspect
-    fn = getattr(fn, 'py_func', None) or getattr(fn, 'fn', None) or fn
-    try: return inspect.getsource(fn)
-    except (OSError, TypeError): return ''
+def barriers_in_place(report, kernel, what):
+    """Fail with the line if a barrier of a Python or Numba thread kernel stands inside an `if`, after an
+    early return, or where the loop over tiles needs one and has none."""
+    from .barrier_placement import python_barrier_problems
+    tree, first = function_tree(kernel)
+    if tree is None:
+        return report.skip(f"where the barriers of {what} stand (its source could not be read)")
+    code = getattr(getattr(kernel, 'py_func', None) or getattr(kernel, 'fn', None) or kernel, '__code__', None)
+    label = LEARNER_FILES.get(code.co_filename, 'its cell') if code else 'its cell'
+    problems = python_barrier_problems(tree, first, place=lambda n: f"line {n} of {label}")
+    if problems: raise NotYet(f"{what}: {problems[0]}")
+    report.ok(f"every barrier of {what} is reached by all threads, between each fill of shared memory and its reads")
 
 
 def strip_comments(src, language='python'):

@@ -1,0 +1,183 @@
+"""Where the barriers of a kernel stand, read from its source: the mistakes a run may not show.
+
+- A barrier inside an `if` (or after an early `return`) is reached by some threads only: on a GPU the
+  block deadlocks or its threads pass different barriers, whatever the values were in a test.
+- In the loop over tiles, a barrier must stand between filling a shared array and reading it (else a
+  thread reads a value not written yet), and between reading it and the next pass filling it again
+  (else a fast thread overwrites what a slow one still reads). Two barriers side by side do neither job.
+
+Works on Python kernels (the simulators' `syncb.wait()`, Numba's `cuda.syncthreads()`) through their
+syntax tree, and on CUDA C (`__syncthreads()`) through its braces. Each finding is one sentence, with
+the line in the learner's cell."""
+import ast, re
+
+PY_BARRIERS = ('wait', 'syncthreads')
+
+
+def is_barrier(node):
+    return (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)) and
+            (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id) in PY_BARRIERS)
+
+
+def contains_barrier(node): return any(is_barrier(n) for n in ast.walk(node))
+
+
+def shared_names(fn):
+    "Names of the shared arrays in a kernel: the `shared` argument, its slices, and cuda.shared.array(...)s."
+    names = {a.arg for a in fn.args.args if a.arg == 'shared'}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            value_names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+            value_attrs = {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
+            if value_names & names or 'shared' in value_attrs or 'shared' in value_names:
+                for t in node.targets:
+                    names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def accesses(node, shared):
+    "(writes, reads): whether the statement stores into / loads from a shared array."
+    w = r = False
+    for n in ast.walk(node):
+        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id in shared:
+            if isinstance(n.ctx, ast.Store): w = True
+            else: r = True
+        if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) and \
+                isinstance(n.target.value, ast.Name) and n.target.value.id in shared:
+            r = True
+    return w, r
+
+
+def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
+    """Sentences for the barrier mistakes in a Python kernel's syntax tree (its function's source parsed
+    alone; first_line is that function's first line in the learner's cell)."""
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
+    if fn is None: return []
+    line = lambda n: place(n.lineno + first_line - 1)
+    problems = []
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.If, ast.IfExp)):
+            inner = [n for n in ast.walk(node) if is_barrier(n)]
+            if inner:
+                problems.append(f"the barrier at {line(inner[0])} is inside the `if` of {line(node)}: threads "
+                                "for which the condition is false never reach it, so the block deadlocks or its threads "
+                                "pass different barriers. Keep the barrier outside every `if`, and guard only the loads "
+                                "and stores")
+    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    barriers = [n for n in ast.walk(fn) if is_barrier(n)]
+    for r in returns:
+        later = [b for b in barriers if b.lineno > r.lineno]
+        if later:
+            problems.append(f"the `return` at {line(r)} comes before the barrier at {line(later[0])}: the "
+                            "threads that return early never reach it. Guard the loads and stores instead of returning")
+            break
+    shared = shared_names(fn)
+    for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
+        problems += loop_order_problems(loop, shared, line)
+        if problems: break
+    return problems
+
+
+def loop_order_problems(loop, shared, line):
+    "The loop's body, read as a cycle (it repeats): a barrier between every fill and read of a shared array, and back."
+    steps = []
+    for stmt in loop.body:
+        if isinstance(stmt, ast.Expr) and is_barrier(stmt.value): steps.append(('B', stmt)); continue
+        w, r = accesses(stmt, shared)
+        if contains_barrier(stmt): return []       # nested barriers: the inner loop is the one to read
+        if w: steps.append(('W', stmt))
+        if r: steps.append(('R', stmt))
+    kinds = [k for k, _ in steps]
+    if 'W' not in kinds or 'R' not in kinds: return []
+    out = []
+    n = len(steps)
+    for i, (k, stmt) in enumerate(steps):
+        if k not in 'WR': continue
+        want = 'R' if k == 'W' else 'W'
+        for d in range(1, n + 1):
+            k2, s2 = steps[(i + d) % n]
+            if k2 == 'B': break
+            if k2 == want:
+                wrapped = i + d >= n
+                if k == 'W':
+                    out.append(f"no barrier between filling shared memory ({line(stmt)}) and reading it ("
+                               f"{line(s2)}): a thread could read an element another thread has not written yet. Put "
+                               "a barrier between them")
+                else:
+                    out.append(f"no barrier between reading shared memory ({line(stmt)}) and "
+                               f"{'the next pass of the loop filling it again' if wrapped else 'filling it again'} ("
+                               f"{line(s2)}): a fast thread could overwrite values a slow thread has not read yet. Put a "
+                               "barrier after the reads, before the loop goes round")
+                return out[:1]
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# CUDA C
+# --------------------------------------------------------------------------------------------------
+
+def strip_c(src):
+    "CUDA C without comments and string literals, each replaced by spaces (lines and columns stay where they were)."
+    def blank(m): return re.sub(r'[^\n]', ' ', m.group(0))
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', blank, src, flags=re.S)
+
+
+def cuda_barrier_problems(src, kernel=None, place=lambda n: f"line {n}"):
+    """Sentences for `__syncthreads()` calls inside an `if`/`else` or after an early `return` in the
+    kernel's body (the kernel whose name is `kernel`, or every __global__ function). `place(n)` names
+    line n of src for the learner (as a line of their cell)."""
+    code = strip_c(src)
+    problems = []
+    for m in re.finditer(r'__global__[^{;]*?\b(\w+)\s*\([^{;]*\)\s*\{', code):
+        name = m.group(1)
+        if kernel and name != kernel: continue
+        start = m.end() - 1
+        depth, i = 0, start
+        while i < len(code):
+            depth += code[i] == '{'
+            depth -= code[i] == '}'
+            if depth == 0: break
+            i += 1
+        body = code[start:i + 1]
+        base = code.count('\n', 0, start) + 1
+        problems += barriers_in_branches(body, base, name, place)
+    return problems
+
+
+def barriers_in_branches(body, base_line, kernel, place):
+    out = []
+    line_of = lambda pos: place(base_line + body.count('\n', 0, pos))
+    for b in re.finditer(r'__syncthreads\s*\(\s*\)', body):
+        # The headers of the blocks that enclose the barrier, innermost first, and its own statement's start.
+        stack, pos = [], b.start()
+        depth, j = 0, pos - 1
+        while j >= 0:
+            ch = body[j]
+            if ch == '}': depth += 1
+            elif ch == '{':
+                if depth == 0:
+                    header_start = max(body.rfind(';', 0, j), body.rfind('{', 0, j), body.rfind('}', 0, j)) + 1
+                    text = body[header_start:j]
+                    stack.append((text.strip(), header_start + len(text) - len(text.lstrip())))
+                else: depth -= 1
+            j -= 1
+        stmt_start = max(body.rfind(';', 0, pos), body.rfind('{', 0, pos), body.rfind('}', 0, pos)) + 1
+        own = body[stmt_start:pos]
+        stmt_start += len(own) - len(own.lstrip())
+        own = own.strip()
+        branch = [(h, p) for h, p in stack if re.match(r'(?:else\b|if\s*\(|\}?\s*else\b)', h)]
+        if re.match(r'(?:if\s*\(|else\b)', own):
+            branch.insert(0, (own, stmt_start))
+        if branch:
+            h, p = branch[0]
+            out.append(f"the __syncthreads() at {line_of(b.start())} ({kernel}) is inside `{h.split(')')[0][:40]}"
+                       f"{')' if '(' in h else ''}` ({line_of(p)}): threads for which the condition is false never "
+                       "reach it, so the block deadlocks or its threads pass different barriers. Keep every barrier "
+                       "outside ifs, and guard only the loads and stores")
+        ret = [r for r in re.finditer(r'\breturn\b', body[:b.start()])]
+        if ret and not out:
+            out.append(f"the `return` at {line_of(ret[0].start())} ({kernel}) comes before the __syncthreads() at "
+                       f"{line_of(b.start())}: the threads that return early never reach it. Guard the loads and "
+                       "stores instead of returning")
+        if out: break
+    return out
