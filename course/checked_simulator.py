@@ -284,7 +284,10 @@ def run_threaded_blocks(kernel, blocks, threads, shared_size, *args, trace, seed
                 faults.sort(key=lambda f: 'out of step' not in str(f[1]))
                 tid, e = faults[0]
                 if isinstance(e, KernelFault): raise e
-                raise KernelFault(f"{who(block, tid)} raised {type(e).__name__}: {e}") from e
+                from .exercises.learner_code import learner_frames, where
+                frames = learner_frames(e.__traceback__)
+                at = f" at {where(frames[-1].filename, frames[-1].lineno)}" if frames else ''
+                raise KernelFault(f"{who(block, tid)} raised {type(e).__name__}{at}: {e}") from e
             if stuck:
                 raise KernelFault(f"deadlock: in block (x={bx}, y={by}), {len(stuck)} thread(s) wait at a barrier "
                                   f"that {len(returned)} other thread(s) never reach (they returned first): a "

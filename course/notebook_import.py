@@ -3,7 +3,7 @@
 A notebook marks the cells that define its kernels and helpers with `#| export` on their first line;
 `import_notebook` runs just those cells in a fresh module. So there is one source for each kernel: the
 notebook that teaches it."""
-import json, types
+import json, linecache, types
 from pathlib import Path
 
 EXPORT_MARK = '#| export'
@@ -33,6 +33,9 @@ def import_notebook(name):
     path = notebook_path(name)
     mod = types.ModuleType(f'notebook_{path.stem}')
     mod.__file__ = str(path)
-    for src in exported_cells(path):
-        exec(compile(src, f'{path.name}[export]', 'exec'), mod.__dict__)
+    for i, src in enumerate(exported_cells(path)):
+        # Each cell under a name of its own, its lines in linecache: inspect.getsource and tracebacks then show them.
+        filename = f'<{path.name}, export cell {i + 1}>'
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+        exec(compile(src, filename, 'exec'), mod.__dict__)
     return mod

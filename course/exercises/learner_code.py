@@ -6,12 +6,11 @@ The cells are run the same way in each case: every cell is compiled under a name
 error all point at the learner's cell, with lines counted from the cell's first line as Jupyter counts
 them. A cell that does not compile or raises is recorded against its exercise, and the other cells
 still run, so the other exercises are still checked."""
-import ast, json, linecache, re, sys, traceback, types
+import ast, json, linecache, os, re, sys, traceback, types
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-EXERCISE_DIR = ROOT / 'notebooks' / 'exercises'
 SOLUTION_DIR = ROOT / 'solutions'
 EXERCISE_MARK = '#| exercise'
 SETUP_MARK = '#| export'
@@ -83,6 +82,9 @@ def notebook_work(nb, path=None):
     "The setup and exercise cells of exercise notebook `nb` as saved on disk."
     try:
         path = Path(path) if path else exercise_notebook(nb)
+    except FileNotFoundError as e:
+        return Work(nb, str(exercise_dir()), [], str(e))
+    try:
         sources = [''.join(c['source']) for c in json.loads(path.read_text())['cells'] if c['cell_type'] == 'code']
     except (OSError, ValueError, KeyError, TypeError) as e:
         return Work(nb, str(path), [], f"the notebook could not be read ({type(e).__name__}: {e}); is it valid JSON?")
@@ -129,9 +131,14 @@ def jupyter_work(nb):
     return Work(nb, 'the cells run in this notebook', labelled_cells(sources))
 
 
+def exercise_dir():
+    "The folder of the exercise notebooks: notebooks/exercises, or $COURSE_EXERCISE_DIR (the tests' copies)."
+    return Path(os.environ.get('COURSE_EXERCISE_DIR') or ROOT / 'notebooks' / 'exercises')
+
+
 def exercise_notebook(nb):
-    hits = sorted(EXERCISE_DIR.glob(f'{nb}_*.ipynb'))
-    if len(hits) != 1: raise FileNotFoundError(f"no exercise notebook {nb}_*.ipynb in {EXERCISE_DIR}")
+    hits = sorted(exercise_dir().glob(f'{nb}_*.ipynb'))
+    if len(hits) != 1: raise FileNotFoundError(f"no exercise notebook {nb}_*.ipynb in {exercise_dir()}")
     return hits[0]
 
 

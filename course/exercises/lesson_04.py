@@ -14,6 +14,7 @@ from .simulated import *  # noqa: F401,F403
                  'Add a second syncb.wait() at the end of the loop body, after the dot products, so no thread refills the tiles until every thread has finished reading them.'))
 def second_barrier(ns, report):
     kernel, = need(ns, 'matmul_tiled_k')
+    barriers_in_place(report, kernel, 'matmul_tiled_k')
     tw = 4
     for seed, (h, k, w) in enumerate(((5, 7, 3), (9, 13, 6), (1, 9, 5), (6, 9, 1))):
         got, expected, trace = run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, dim3(tw, tw), 2 * tw * tw, seed=seed, tw=tw)
@@ -30,6 +31,7 @@ def second_barrier(ns, report):
                  'for j in range(tc, tk, tw): ms[tr*tk + j] = m[r*k + idx + j] (0. outside); for i in range(tr, tk, th): ns[i*tw + tc] = n[(idx + i)*w + c]; then p += ms[tr*tk + i] * ns[i*tw + tc] for i < tk.'))
 def rectangular_thread_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_k')
+    barriers_in_place(report, kernel, 'matmul_rect_k')
     for seed, ((h, k, w), (th, tw, tk)) in enumerate((((5, 7, 3), (4, 2, 6)), ((9, 11, 10), (2, 4, 3)),
                                                        ((1, 13, 6), (3, 3, 5)), ((7, 5, 1), (4, 2, 6)))):
         got, expected, trace = run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, dim3(tw, th), th * tk + tk * tw, seed=seed, tk=tk)

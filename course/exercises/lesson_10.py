@@ -14,6 +14,7 @@ from .simulated import *  # noqa: F401,F403
                  'for kk in range(BK): b = Bs[kk*BN + tc]; then for t in range(TM): acc[t] += As[(tr*TM + t)*BK + kk] * b.'))
 def register_tile_1d(ns, report):
     kernel, = need(ns, 'regtile_1d_k')
+    barriers_in_place(report, kernel, 'regtile_1d_k')
     TM, BK = 4, 4
     threads = dim3(4, 2)                  # BN = 4 columns, BM = 2 * TM = 8 rows of outputs per block
     BM, BN = threads.y * TM, threads.x

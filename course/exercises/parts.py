@@ -231,8 +231,8 @@ def barriers_in_place(report, kernel, what):
         return report.skip(f"where the barriers of {what} stand (its source could not be read)")
     code = getattr(getattr(kernel, 'py_func', None) or getattr(kernel, 'fn', None) or kernel, '__code__', None)
     label = LEARNER_FILES.get(code.co_filename, 'its cell') if code else 'its cell'
-    problems = python_barrier_problems(tree, first, place=lambda n: f"line {n} of {label}")
-    if problems: raise NotYet(f"{what}: {problems[0]}")
+    problems = python_barrier_problems(tree, first)
+    if problems: raise NotYet(f"{what} ({label}): {problems[0]}")
     report.ok(f"every barrier of {what} is reached by all threads, between each fill of shared memory and its reads")
 
 
