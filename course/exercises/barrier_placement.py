@@ -22,6 +22,30 @@ def is_barrier(node):
 def contains_barrier(node): return any(is_barrier(n) for n in ast.walk(node))
 
 
+def thread_varying_names(fn):
+    """Names whose value may differ between the threads of a block: threadIdx and every name computed from
+    it, directly or through others (loop variables of loops whose bounds vary, values read at varying
+    indices). A condition on these splits the block; one on blockIdx or the arguments does not."""
+    varying = {'threadIdx', 'tid'} & {a.arg for a in fn.args.args} | {'threadIdx'}
+    def mentions(expr):
+        return any(isinstance(n, ast.Name) and n.id in varying or isinstance(n, ast.Attribute) and n.attr == 'threadIdx'
+                   for n in ast.walk(expr))
+    pairs = []
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign): pairs += [(t, node.value) for t in node.targets]
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None: pairs.append((node.target, node.value))
+        elif isinstance(node, ast.For): pairs.append((node.target, node.iter))
+    changed = True
+    while changed:
+        changed = False
+        for target, value in pairs:
+            if mentions(value):
+                for n in ast.walk(target):
+                    if isinstance(n, ast.Name) and n.id not in varying:
+                        varying.add(n.id); changed = True
+    return varying
+
+
 def shared_names(fn):
     "Names of the shared arrays in a kernel: the `shared` argument, its slices, and cuda.shared.array(...)s."
     names = {a.arg for a in fn.args.args if a.arg == 'shared'}
@@ -54,16 +78,20 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None)
     if fn is None: return []
     line = lambda n: place(n.lineno + first_line - 1)
+    varying = thread_varying_names(fn)
+    differs = lambda expr: any(isinstance(n, ast.Name) and n.id in varying or
+                               isinstance(n, ast.Attribute) and n.attr == 'threadIdx' for n in ast.walk(expr))
     problems = []
     for node in ast.walk(fn):
-        if isinstance(node, (ast.If, ast.IfExp)):
+        if isinstance(node, (ast.If, ast.IfExp)) and differs(node.test):
             inner = [n for n in ast.walk(node) if is_barrier(n)]
             if inner:
                 problems.append(f"the barrier at {line(inner[0])} is inside the `if` of {line(node)}: threads "
                                 "for which the condition is false never reach it, so the block deadlocks or its threads "
                                 "pass different barriers. Keep the barrier outside every `if`, and guard only the loads "
                                 "and stores")
-    returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+    returns = [n for node in ast.walk(fn) if isinstance(node, ast.If) and differs(node.test)
+               for n in ast.walk(node) if isinstance(n, ast.Return)]
     barriers = [n for n in ast.walk(fn) if is_barrier(n)]
     for r in returns:
         later = [b for b in barriers if b.lineno > r.lineno]
@@ -144,8 +172,27 @@ def cuda_barrier_problems(src, kernel=None, place=lambda n: f"line {n}"):
     return problems
 
 
+def c_thread_varying_names(body):
+    "Names in a CUDA C kernel body computed from threadIdx, directly or through other names."
+    varying = set()
+    assignments = re.findall(r'\b(\w+)\s*(?:\[[^\]]*\]\s*)?[-+*/]?=(?!=)\s*([^,;]*)', body)
+    changed = True
+    while changed:
+        changed = False
+        for name, value in assignments:
+            if name not in varying and (re.search(r'\bthreadIdx\b', value) or
+                                        any(re.search(rf'\b{v}\b', value) for v in varying)):
+                varying.add(name); changed = True
+    return varying
+
+
 def barriers_in_branches(body, base_line, kernel, place):
     out = []
+    names = c_thread_varying_names(body)
+    def varies(header):
+        cond = header.split('(', 1)[1] if '(' in header else ''
+        if header.lstrip('}').strip().startswith('else'): return True    # the other side of some `if`: assume it splits
+        return bool(re.search(r'\bthreadIdx\b', cond) or any(re.search(rf'\b{v}\b', cond) for v in names))
     line_of = lambda pos: place(base_line + body.count('\n', 0, pos))
     for b in re.finditer(r'__syncthreads\s*\(\s*\)', body):
         # The headers of the blocks that enclose the barrier, innermost first, and its own statement's start.
@@ -165,8 +212,8 @@ def barriers_in_branches(body, base_line, kernel, place):
         own = body[stmt_start:pos]
         stmt_start += len(own) - len(own.lstrip())
         own = own.strip()
-        branch = [(h, p) for h, p in stack if re.match(r'(?:else\b|if\s*\(|\}?\s*else\b)', h)]
-        if re.match(r'(?:if\s*\(|else\b)', own):
+        branch = [(h, p) for h, p in stack if re.match(r'(?:else\b|if\s*\(|\}?\s*else\b)', h) and varies(h)]
+        if re.match(r'(?:if\s*\(|else\b)', own) and varies(own):
             branch.insert(0, (own, stmt_start))
         if branch:
             h, p = branch[0]
@@ -174,7 +221,7 @@ def barriers_in_branches(body, base_line, kernel, place):
                        f"{')' if '(' in h else ''}` ({line_of(p)}): threads for which the condition is false never "
                        "reach it, so the block deadlocks or its threads pass different barriers. Keep every barrier "
                        "outside ifs, and guard only the loads and stores")
-        ret = [r for r in re.finditer(r'\breturn\b', body[:b.start()])]
+        ret = [r for r in re.finditer(r'\bif\s*\(([^;{]*)\)\s*return\b', body[:b.start()]) if varies('if (' + r.group(1))]
         if ret and not out:
             out.append(f"the `return` at {line_of(ret[0].start())} ({kernel}) comes before the __syncthreads() at "
                        f"{line_of(b.start())}: the threads that return early never reach it. Guard the loads and "
