@@ -16,6 +16,8 @@ REPORT_MARK = '@@course-report@@ '
 PROGRESS_MARK = '@@course-progress@@ '
 # Seconds the child may go without saying anything (it says something after each step of a check).
 SILENCE_S = int(os.environ.get('COURSE_CHECK_SILENCE_S', 240))
+# Seconds a step that runs the learner's kernel may take (the lecture's problem takes milliseconds).
+KERNEL_STEP_S = int(os.environ.get('COURSE_CHECK_KERNEL_S', 60))
 
 
 def in_child(): return os.environ.get(CHILD_ENV) == '1'
@@ -32,12 +34,14 @@ def check_in_child(exercise, work):
     proc.stdin.close()
     stderr = []
     threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
-    lines, last, step = [], [time.monotonic()], ['starting']
+    lines, last, step, limit = [], [time.monotonic()], ['starting'], [SILENCE_S]
 
     def read():
         for line in proc.stdout:
             last[0] = time.monotonic()
-            if line.startswith(PROGRESS_MARK): step[0] = line[len(PROGRESS_MARK):].strip()
+            if line.startswith(PROGRESS_MARK):
+                seconds, _, step[0] = line[len(PROGRESS_MARK):].strip().partition(' ')
+                limit[0] = int(seconds)
             lines.append(line)
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
@@ -45,7 +49,7 @@ def check_in_child(exercise, work):
     try:
         while reader.is_alive():
             reader.join(0.2)
-            if time.monotonic() - last[0] > SILENCE_S:
+            if time.monotonic() - last[0] > limit[0]:
                 silent = True
                 break
     except BaseException:      # Ctrl-C in the notebook: stop the child with its GPU work, then pass it on
@@ -56,7 +60,7 @@ def check_in_child(exercise, work):
     report = next((Report.from_dict(json.loads(l[len(REPORT_MARK):]), work) for l in lines if l.startswith(REPORT_MARK)), None)
     if report is not None: return report
     report = Report(exercise.id, exercise.title, work)
-    report.failure = death_sentence(code, ''.join(stderr), step[0], silent)
+    report.failure = death_sentence(code, ''.join(stderr), step[0], silent and limit[0])
     return report
 
 
@@ -70,7 +74,7 @@ def death_sentence(code, stderr, step, silent):
     "Why the child gave no report, in one sentence."
     safe = "It ran in a separate process, so this notebook's GPU context is unharmed."
     if silent:
-        return (f"while {step}, the check heard nothing from your code for {SILENCE_S} s and stopped it: a kernel "
+        return (f"while {step}, the check heard nothing from your code for {silent} s and stopped it: a kernel "
                 "that never ends (a loop whose condition never changes, or threads waiting at a barrier others never "
                 f"reach)? {safe}")
     cuda = re.search(r'(an illegal memory access was encountered|misaligned address|unspecified launch failure|'
@@ -84,6 +88,7 @@ def death_sentence(code, stderr, step, silent):
     return f"while {step}, the check's process {how} ({tail[0].strip()[:300]}). {safe}"
 
 
-def progress(step):
-    "In the child: say which step of the check runs now (the parent names it if the child dies)."
-    if in_child(): print(PROGRESS_MARK + step, flush=True)
+def progress(step, limit_s=SILENCE_S):
+    """In the child: say which step of the check runs now, and how many seconds it may take before the
+    parent stops it (the parent names the step if the child dies)."""
+    if in_child(): print(f"{PROGRESS_MARK}{int(limit_s)} {step}", flush=True)

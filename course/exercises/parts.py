@@ -30,6 +30,8 @@ def learner_line(exc):
 def running(what, budget_s=PYTHON_BUDGET_S):
     """Run the learner's code, stopped after budget_s seconds (a loop that never ends); turn what it
     raises into one sentence."""
+    from .isolation import KERNEL_STEP_S, progress
+    progress(f"running {what}", KERNEL_STEP_S)
     try:
         with Watchdog(budget_s, what=what):
             yield
@@ -116,6 +118,8 @@ def compiled(report, src, what):
         report.skip("compiling the CUDA C, and running it: correctness, races, out-of-bounds accesses and speed "
                     "(nvcc is not installed)")
         return None
+    from .isolation import progress
+    progress(f"compiling {what}")
     try: mod = compile_cuda(src)
     except CudaCompileError as e:
         raise NotYet(f"nvcc cannot compile {what}:\n{textwrap.indent(compile_error_text(str(e), src, place), '        ')}") from None
@@ -162,6 +166,8 @@ def cuda_time(fn, *args):
 
 def faster_than(report, fn, reference, args, target, what, reference_name):
     "Time fn and reference on args; fail unless fn takes at most `target` times the reference's time."
+    from .isolation import KERNEL_STEP_S, progress
+    progress(f"timing {what}", KERNEL_STEP_S)
     fn(*args); reference(*args)
     t, r = cuda_time(fn, *args), cuda_time(reference, *args)
     ratio = t / r
@@ -192,6 +198,8 @@ def sanitized(report, src, calls, tools=('memcheck', 'racecheck')):
     if not sanitizer:
         report.skip("out-of-bounds accesses and races on the GPU (compute-sanitizer is not installed)")
         return
+    from .isolation import progress
+    progress("running compute-sanitizer")
     with tempfile.TemporaryDirectory() as tmp:
         src_path, script = Path(tmp) / 'kernel.cu', Path(tmp) / 'driver.py'
         src_path.write_text(src)
