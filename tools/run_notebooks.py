@@ -22,10 +22,12 @@ def use_repo_utils():
     if str(ROOT) not in paths: os.environ['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), *paths]))
 
 
-def execute_notebook(nb, workdir, timeout=900):
-    "Run notebook `nb` (nbformat object, filled with outputs in place) in folder `workdir`; return the error or None."
+def execute_notebook(nb, workdir, timeout=900, allow_errors=False):
+    """Run notebook `nb` (nbformat object, filled with outputs in place) in folder `workdir`; return the error or None.
+    With allow_errors, a cell that raises shows its error and the cells after it still run."""
     use_repo_utils()
-    client = NotebookClient(nb, timeout=timeout, kernel_name='python3', resources={'metadata': {'path': str(workdir)}})
+    client = NotebookClient(nb, timeout=timeout, kernel_name='python3', allow_errors=allow_errors,
+                            resources={'metadata': {'path': str(workdir)}})
     try:
         client.execute()
     except Exception as e:  # the failing cell's error text is in the exception
