@@ -1,7 +1,7 @@
 # Two commands for a newcomer (see README):
 #   make lab    set everything up, then open the course in JupyterLab
 #   make test   set everything up, then run the tests (notebooks included)
-# and one for the exercises: make check EX=04.1
+# and two for the exercises: make check EX=04.1, make hint EX=04.1 [LEVEL=2]
 # Everything goes into a virtual environment in .venv, made with $(PYTHON) (3.10 or newer).
 
 PYTHON ?= python3
@@ -15,7 +15,7 @@ PYTEST_ARGS ?=
 LAB_FLAGS := $(if $(filter 0,$(shell id -u)),--allow-root) $(if $(DISPLAY),,--no-browser)
 LAB_CMD = $(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
-.PHONY: lab lab-command test check setup bench clean
+.PHONY: lab lab-command test check hint setup bench clean
 
 setup: $(STAMP)
 
@@ -39,8 +39,13 @@ test: $(STAMP)
 
 # Check exercises (notebooks/exercises/), as saved: `make check` (all), `make check EX=04` (one notebook),
 # `make check EX=04.1` (one exercise); add SOLUTIONS=1 to check the reference solutions in solutions/ instead.
+# It fails (make's exit status 2) when an exercise is 'not yet'; 'not checked here' does not fail it.
 check: $(STAMP)
 	$(BIN)/python -m course.exercises $(EX) $(if $(SOLUTIONS),--solutions)
+
+# A hint for one exercise: `make hint EX=04.1`, then LEVEL=2 for a more specific one, LEVEL=3 for where the solution is.
+hint: $(STAMP)
+	$(BIN)/python -m course.exercises --hint $(EX) --level $(or $(LEVEL),1)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py

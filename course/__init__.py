@@ -19,8 +19,15 @@ own helpers, and imports of what the notebooks use from here.
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
 | `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |
-| `exercises` | the exercise checker: `check('04.1')` in an exercise notebook, `python -m course.exercises` in a shell |
-| `exercise_catalogue` | every exercise's check, in course order |
-| `exercise_checks` | what the checks are made of: comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
+| `exercises` | the exercise checker (a package): `check('04.1')` and `hint('04.1')` in an exercise notebook, `python -m course.exercises` in a shell |
+| `exercises.verdict` | the three outcomes: passed, not yet (with its sentence), not checked here (with what the machine lacks) |
+| `exercises.registry` | the list of exercises: id, title, check, hints |
+| `exercises.learner_code` | the learner's cells (saved notebook, Jupyter history, solutions), run so that sources, lines and errors point at them |
+| `exercises.watchdog` | stopping an endless loop in the learner's code, with the thread, the line and the loop, and no thread left |
+| `exercises.isolation` | on a GPU, each GPU exercise's check in a child process, so a faulting kernel leaves the notebook's CUDA context alone |
+| `exercises.barrier_placement` | barriers inside branches, after early returns, or missing between fill and read, read from Python or CUDA C source |
+| `exercises.parts` | what the checks are made of: running the learner's code, comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
+| `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
+| `exercises.lesson_01` ... `lesson_10` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 """

@@ -41,6 +41,12 @@ def running(what, budget_s=PYTHON_BUDGET_S):
     except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({e or 'NotImplementedError'})") from None
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+        if re.search(r'CUDA error|cudaError|CUDA_ERROR', msg) or type(e).__name__ in ('AcceleratorError', 'CudaError'):
+            from .isolation import in_child
+            after = ("The check ran it in a separate process, so your notebook's GPU is unharmed" if in_child() else
+                     "This process's CUDA context may be unusable now: restart the kernel before more GPU work")
+            raise NotYet(f"{what}: the kernel crashed the GPU ({msg}): most likely it read or wrote outside a buffer "
+                         f"(check its bound checks; compute-sanitizer's memcheck names the line). {after}") from None
         raise NotYet(f"{what} raised {type(e).__name__}{learner_line(e)}" + (f": {msg}" if msg else '')) from None
 
 

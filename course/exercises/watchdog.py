@@ -109,8 +109,12 @@ class Watchdog:
         ident = running[0]
         f = stuck[ident][0]
         who = thread_name(threads.get(ident))
-        loop = enclosing_loop(f.f_code.co_filename, f.f_lineno)
-        loop_text = (f", inside the loop `{loop[1]}` (line {loop[0]})" if loop else '')
-        return (f"{who} was still running after {self.seconds:.0f} s, at {where(f.f_code.co_filename, f.f_lineno)}"
-                f"{loop_text}: a loop that never ends? Check that every pass moves it towards its end (in a while "
-                f"loop, that its variable is advanced). It was stopped, and no thread of it is left running")
+        filename, line = f.f_code.co_filename, f.f_lineno
+        loop = enclosing_loop(filename, line)
+        if loop is None:
+            place = f"at {where(filename, line)}"
+        else:
+            place = f"in the loop `{loop[1]}` at line {loop[0]} of {LEARNER_FILES.get(filename, filename)}"
+            if line != loop[0]: place += f" (last seen at line {line}: `{linecache.getline(filename, line).strip()}`)"
+        return (f"{who} was still running after {self.seconds:.0f} s, {place}: a loop that never ends? Check that "
+                "every pass moves it towards its end (in a while loop, that its variable is advanced). It was stopped, and no thread of it is left running")

@@ -1,0 +1,80 @@
+"""A model of shared-memory banks, for the checks of notebook 06's exercises.
+
+Shared memory is split into 32 banks, each 4 bytes wide: the 4-byte word w lies in bank w % 32. A warp's
+shared-memory instruction is served in one pass when its 32 lanes touch 32 different banks. Lanes that
+touch the same word share it (a broadcast); lanes that touch different words of one bank are served one
+word after another: n different words in one bank make an n-way bank conflict, n passes instead of one.
+
+Here a warp is 32 consecutive threads of a block (x fastest, then y), and its j-th shared read (or write)
+is the j-th shared read of each of its lanes, from the checking simulator's trace. The simulated buffers
+hold 4-byte floats, so an index into the shared buffer is a word."""
+from collections import defaultdict
+from dataclasses import dataclass
+
+BANKS = 32
+WARP_SIZE = 32
+
+
+def bank_of(word): return word % BANKS
+
+
+def conflict_ways(words):
+    """(ways, bank, the different words in that bank) for one warp's access to `words` (one per lane):
+    the most different words any one bank must serve."""
+    per_bank = defaultdict(set)
+    for word in words: per_bank[bank_of(word)].add(word)
+    bank = min(per_bank, key=lambda b: (-len(per_bank[b]), b))
+    return len(per_bank[bank]), bank, sorted(per_bank[bank])
+
+
+def ordinal(n): return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+@dataclass
+class WarpAccess:
+    "One shared-memory instruction of one warp: the words its lanes touch, and its worst bank."
+    block: tuple
+    warp: int
+    number: int          # the warp's 1st, 2nd, ... shared read (or write)
+    kind: str            # 'read' or 'write'
+    words: dict          # lane -> word
+
+    @property
+    def conflict(self): return conflict_ways(self.words.values())
+
+    def sentence(self):
+        "'warp 0 of block (0, 0): its 2nd shared read hits bank 0 in 32 different words (a 32-way conflict)'."
+        ways, bank, words = self.conflict
+        lanes = sorted(l for l, w in self.words.items() if w in words)
+        shown = ', '.join(f"lane {l} word {self.words[l]}" for l in lanes[:3])
+        steps = {self.words[b] - self.words[a] for a, b in zip(lanes, lanes[1:])}
+        apart = f", {steps.pop()} words apart" if len(steps) == 1 else ''
+        return (f"warp {self.warp} of block ({self.block[0]}, {self.block[1]}): its {ordinal(self.number)} shared "
+                f"{self.kind} hits bank {bank} in {ways} different words (a {ways}-way conflict: {shown}, ...{apart})")
+
+
+def warp_accesses(trace, block_dim, kind='read'):
+    "Every warp's shared-memory instructions of `kind` in a simulated launch, block by block, warp by warp, in order."
+    grouped = defaultdict(dict)
+    for (block, thread), accesses in trace.addresses.items():
+        if thread is None: continue      # a block kernel of notebook 02: no threads, no warps
+        warp, lane = divmod(thread[1] * block_dim.x + thread[0], WARP_SIZE)
+        own = [i for space, k, _, i in accesses if space == 'shared' and k == kind]
+        for j, word in enumerate(own): grouped[(block, warp, j)][lane] = word
+    return [WarpAccess(block, warp, j + 1, kind, words)
+            for (block, warp, j), words in sorted(grouped.items(), key=lambda kv: (kv[0][0][::-1], kv[0][1], kv[0][2]))]
+
+
+def worst_conflict(trace, block_dim, kind='read'):
+    "The first of the warp instructions with the most-way bank conflict, or None if no warp touched shared memory."
+    found = warp_accesses(trace, block_dim, kind)
+    return max(found, key=lambda a: a.conflict[0]) if found else None   # max keeps the first of equals
+
+
+def tile_ways(rows, row_stride):
+    """The worst bank conflict of a warp reading a row, or a column, of a tile of `rows` rows stored
+    `row_stride` words apart: (ways, 'row' or 'column')."""
+    lanes = range(min(rows, WARP_SIZE))
+    column = conflict_ways([lane * row_stride for lane in lanes])[0]
+    row = conflict_ways(list(range(min(row_stride, WARP_SIZE))))[0]
+    return (column, 'column') if column >= row else (row, 'row')
