@@ -1,5 +1,5 @@
 "Reference solutions of notebooks/exercises/03_run_threads.ipynb. Try the exercises first!"
-from utils import cdiv, import_notebook
+from utils import cdiv, cuda_prelude, dim3, import_notebook
 run_threads = import_notebook('03').run_threads
 
 
@@ -36,3 +36,32 @@ def transpose_tiled_bk(blockIdx, blockDim, shared, m, out, h, w):
 
     run_threads(load_tile, blockDim)
     run_threads(store_tile, blockDim)
+
+
+# Exercise 03.3: coalesced reads and writes: which thread takes which element
+def scale_rows_k(blockIdx, threadIdx, blockDim, m, s, out, h, w):
+    "out = s[:, None] * m for h x w matrices stored column by column: element (r, c) at m[c*h + r]."
+    r = blockIdx.x*blockDim.x + threadIdx.x     # threadIdx.x along r: from one thread of a warp to the next,
+    c = blockIdx.y*blockDim.y + threadIdx.y     # c*h + r grows by one element, so the warp's accesses coalesce
+    if r < h and c < w: out[c*h + r] = m[c*h + r] * s[r]
+
+
+def scale_rows_blocks(h, w, blockDim):
+    "x covers the rows, y the columns."
+    return dim3(cdiv(h, blockDim.x), cdiv(w, blockDim.y))
+
+
+# Exercise 03.4: coalescing on a GPU: the same kernel in CUDA C
+scale_rows_cuda_src = cuda_prelude + r"""
+__global__ void scale_rows_k(const float* m, const float* s, float* out, int h, int w) {
+    int r = blockIdx.x*blockDim.x + threadIdx.x;     // threadIdx.x along r: a warp reads 32 neighbours of a column
+    int c = blockIdx.y*blockDim.y + threadIdx.y;
+    if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r];
+}
+
+extern "C" cudaError_t scale_rows(const float* m, const float* s, float* out, int h, int w, cudaStream_t stream) {
+    dim3 tpb(32, 8), blocks(cdiv(h, tpb.x), cdiv(w, tpb.y));
+    scale_rows_k<<<blocks, tpb, 0, stream>>>(m, s, out, h, w);
+    return cudaGetLastError();
+}
+"""

@@ -1,17 +1,65 @@
-"""The exercises of notebook 03: per-thread functions and run_threads."""
-import math, re  # noqa: F401
+"""The exercises of notebook 03: per-thread functions and run_threads, and coalescing."""
+import math
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+from ..checked_simulator import KernelFault, Trace, buffers, dim3, run_block_kernels, run_grid, who
+from .coalescing import first_uncoalesced
+from .lesson_01 import numbered, transpose_mistake
+from .parts import NotYet, at_most, compare, compiled, count_in, faster_than, gpu_here, machine_code, need, running, sanitized
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import as_tensor, cdiv, nan_buffer, rand, uncoalesced, with_traced_run_threads
+from .watchdog import KernelTimeout
+
+
+def run_with_run_threads(ns, kernel, what, explain, *args, trace):
+    """Run a notebook 03 block kernel with the namespace's run_threads counting per thread; a fault's sentence
+    goes through explain(fault, trace). A missing barrier is said in run_threads' terms."""
+    restore = with_traced_run_threads(ns, trace)
+    try:
+        with running(what):
+            try: run_block_kernels(kernel, *args, trace=trace)
+            except KernelTimeout: raise
+            except KernelFault as fault:
+                if 'a barrier is missing' in str(fault):
+                    raise KernelFault(f"{fault}. With run_threads, a barrier is the end of a call: write `shared` in "
+                                      "one run_threads call and read it in the next") from None
+                raise KernelFault(explain(fault, trace)) from None
+    finally: restore()
+
+
+# --------------------------------------------------------------------------------------------------
+# 03.1: a tiled matrix-vector product
+# --------------------------------------------------------------------------------------------------
+
+def matvec_row_problem(trace, h, k, tw):
+    "A sentence for the first thread that reads m outside the row it computes, or None."
+    for (block, thread), accesses in trace.addresses.items():
+        if thread is None: continue
+        r = block[0] * tw + thread[0]
+        for where, kind, name, i in accesses:
+            if (where, kind, name) != ('global', 'read', 'm') or i // k == r: continue
+            rr, c = divmod(i, k)
+            said = f"{who(block, thread)} computes row {r} of out but reads m[{i}], element ({rr}, {c}) of m"
+            if r >= h: return f"{said}; m has {h} rows: a thread past the last row must do nothing (return unless r < h)"
+            if rr == r + 1 and c + k < cdiv(k, tw) * tw:
+                return (f"{said}, where column {c + k} of row {r} would be, past the end of that {k}-column row: the "
+                        f"last chunk holds only k - ph*tw values, so stay inside row {r}")
+            return f"{said}: each thread reads only its own row of m, m[r*k + i] for i < k"
+    return None
+
+
+def matvec_fault(h, k, tw):
+    def explain(fault, trace):
+        block, thread, _ = trace.current()
+        if thread is not None and block is not None and block[0] * tw + thread[0] >= h:
+            return (f"{fault}; that thread computes row {block[0] * tw + thread[0]} but m has {h} rows: a thread past "
+                    "the last row must do nothing (return unless r < h)")
+        return matvec_row_problem(trace, h, k, tw) or str(fault)
+    return explain
 
 
 @exercise('03.1', 'a tiled matrix-vector product',
-          hints=("Split v into chunks of tw values: in each chunk, every thread first copies one value of v into shared memory, then each thread adds up its row's products with the chunk.",
-                 'Two run_threads calls per chunk: one where thread t writes shared[t] = v[c0 + t] (0. past k), one where thread t (row r = blockIdx.x*tw + t) adds m[r*k + c0 + j] * shared[j] for j in the chunk.'))
+          hints=("Split v into chunks of tw values: in each chunk, every thread first copies one value of v into shared memory, then each thread adds up its row's products with the chunk. Why must those be two run_threads calls?",
+                 'Two run_threads calls per chunk: one where thread tc writes shared[tc] = v[ph*tw + tc] (0. past k), one where thread tc (row r = blockIdx.x*tw + tc, nothing to do unless r < h) adds m[r*k + ph*tw + i] * shared[i] for i < min(tw, k - ph*tw).'))
 def tiled_matvec(ns, report):
     kernel, = need(ns, 'matvec_tiled_bk')
     tw = 4
@@ -19,18 +67,48 @@ def tiled_matvec(ns, report):
         m, v = rand(h, k), rand(k)
         trace = Trace()
         b = buffers(trace, m=m, v=v, out=m.new_zeros(h))
-        restore = with_traced_run_threads(ns, trace)
-        try:
-            with running(f"matvec_tiled_bk on m {h}x{k}"):
-                run_block_kernels(kernel, dim3(cdiv(h, tw), 1), dim3(tw, 1), tw, b['m'], b['v'], b['out'], h, k, trace=trace)
-        finally: restore()
+        run_with_run_threads(ns, kernel, f"matvec_tiled_bk on m {h}x{k}", matvec_fault(h, k, tw),
+                             dim3(cdiv(h, tw), 1), dim3(tw, 1), tw, b['m'], b['v'], b['out'], h, k, trace=trace)
+        said = matvec_row_problem(trace, h, k, tw)
+        if said: raise NotYet(f"m {h}x{k} @ v {k}: {said}")
+        if max((c[('shared', 'write')] for c in trace.counts.values()), default=0) == 0:
+            raise NotYet(f"m {h}x{k} @ v {k}: no thread writes shared memory: load_chunk copies each chunk of v into "
+                         "`shared`, one value per thread, for the dot products to read")
         compare(as_tensor(b['out'], h), m @ v, f"m {h}x{k} @ v {k}")
         at_most(trace, 'v', 'read', cdiv(k, tw),
                 f"m {h}x{k} @ v: with v's chunks in shared memory, each thread reads one value of v per chunk, so it")
         if max((c[('shared', 'read')] for c in trace.counts.values()), default=0) == 0:
             raise NotYet("no thread reads shared memory: put each chunk of v in `shared` and read v from there")
-    report.ok("right on 5x7, 1x9, 9x1 and 13x20 with 4 threads per block")
+    report.ok("right on 5x7, 1x9, 9x1 and 13x20 with 4 threads per block; each thread reads only its own row of m")
     report.ok("v is read from global memory once per chunk and thread; the dot products read it from shared memory")
+
+
+# --------------------------------------------------------------------------------------------------
+# 03.2: a transpose through a shared tile
+# --------------------------------------------------------------------------------------------------
+
+def tile_mistake(got, h, w, tw):
+    "What the first wrong element of a tiled transpose of numbered(h, w) says about the tile's indices ('' if none is wrong)."
+    for a in range(w):
+        for b in range(h):
+            v = got[a, b].item()
+            if v == b * w + a + 1: continue
+            if math.isnan(v): return "the element lies inside out, so store_tile's bound check must let its thread write it"
+            p, q = divmod(int(v) - 1, w)
+            if (p // tw, q // tw) == (b // tw, a // tw):
+                return ("the value comes from the right tile of m but the wrong element of it: the tile holds m's block "
+                        "row by row, so store_tile's thread (tr, tc) takes the tile's element (tc, tr)")
+            return (f"the value comes from another tile of m: out's tile at rows {a // tw * tw}.., columns {b // tw * tw}.. "
+                    f"is m's tile at rows {b // tw * tw}.., columns {a // tw * tw}.., which block (x={a // tw}, y={b // tw}) loads")
+    return ''
+
+
+def transpose_fault(h, w):
+    def explain(fault, trace):
+        if 'out[' not in str(fault): return str(fault)
+        return (f"{fault}; out is the w x h = {w} x {h} result: store_tile may write only its elements (r, c) with "
+                f"r < w and c < h, at out[r*h + c]")
+    return explain
 
 
 @exercise('03.2', 'a transpose through a shared tile',
@@ -40,19 +118,187 @@ def transpose_through_shared(ns, report):
     kernel, = need(ns, 'transpose_tiled_bk')
     tw = 4
     for h, w in ((5, 7), (1, 9), (9, 1), (6, 8)):
-        m = rand(h, w)
         trace = Trace()
-        b = buffers(trace, m=m)
+        b = buffers(trace, m=numbered(h, w))
         out = nan_buffer(trace, 'out', h * w)
-        restore = with_traced_run_threads(ns, trace)
-        try:
-            with running(f"transpose_tiled_bk on a {h}x{w} m"):
-                run_block_kernels(kernel, dim3(cdiv(w, tw), cdiv(h, tw)), dim3(tw, tw), tw * tw, b['m'], out, h, w, trace=trace)
-        finally: restore()
-        compare(as_tensor(out, w, h), m.t(), f"transposing a {h}x{w} m")
+        run_with_run_threads(ns, kernel, f"transpose_tiled_bk on a {h} x {w} m", transpose_fault(h, w),
+                             dim3(cdiv(w, tw), cdiv(h, tw)), dim3(tw, tw), tw * tw, b['m'], out, h, w, trace=trace)
+        got = as_tensor(out, w, h)
+        mistake = transpose_mistake(got, h, w, trace)
+        if mistake:
+            tip = tile_mistake(got, h, w, tw)
+            raise NotYet(f"transposing a {h} x {w} m: {mistake}" + (f"; {tip}" if tip else ''))
         at_most(trace, 'global', 'read', 1, "a transpose")
         at_most(trace, 'global', 'write', 1, "a transpose")
         uncoalesced('write', 'out', trace)
         uncoalesced('read', 'm', trace)
     report.ok("right on 5x7, 1x9, 9x1 and 6x8 with 4x4 blocks")
     report.ok("neighbouring threads read neighbouring elements of m and write neighbouring elements of out")
+
+
+# --------------------------------------------------------------------------------------------------
+# 03.3 and 03.4: coalescing, chosen by which thread index runs along which axis
+# --------------------------------------------------------------------------------------------------
+
+COALESCING_BLOCK = dim3(32, 4)                       # each warp: the 32 threads x = 0..31 of one y
+COALESCING_SHAPES = ((37, 41), (40, 9), (5, 70), (70, 5))
+
+
+def as_grid(value, call):
+    "The grid a learner's function returned, as a dim3; a sentence if it is not one."
+    xy = (value.x, value.y) if hasattr(value, 'x') and hasattr(value, 'y') else value
+    if not isinstance(xy, (tuple, list)) or not 1 <= len(xy) <= 3 or not all(isinstance(v, int) and v >= 1 for v in xy):
+        raise NotYet(f"{call} returned {value!r}: return dim3(blocks in x, blocks in y), whole numbers of at least 1")
+    return dim3(*xy)
+
+
+@exercise('03.3', 'coalesced reads and writes: which thread takes which element',
+          hints=("A warp is 32 threads with consecutive threadIdx.x (and one threadIdx.y here). Its accesses coalesce when the element index grows by 1 from one of those threads to the next: in c*h + r, which of r and c does that?",
+                 'r = blockIdx.x*blockDim.x + threadIdx.x and c = blockIdx.y*blockDim.y + threadIdx.y; the grid then needs cdiv(h, blockDim.x) blocks in x and cdiv(w, blockDim.y) in y.'))
+def coalesced_scale_rows(ns, report):
+    kernel, blocks_for = need(ns, 'scale_rows_k', 'scale_rows_blocks')
+    block = COALESCING_BLOCK
+    for h, w in COALESCING_SHAPES:
+        what = f"scale_rows_k on a {h} x {w} m (column by column) with blocks of {block.x} x {block.y} threads"
+        call = f"scale_rows_blocks({h}, {w}, dim3({block.x}, {block.y}))"
+        with running(call): grid = as_grid(blocks_for(h, w, block), call)
+        if grid.x * grid.y * block.x * block.y > 4 * (h + block.x) * (w + block.x):
+            raise NotYet(f"{call} gives {grid.x} x {grid.y} blocks, {grid.x * grid.y * block.x * block.y} threads for "
+                         f"{h * w} elements: give just enough blocks to cover the matrix (cdiv)")
+        m_cols, s = rand(w, h), rand(h)       # row c of m_cols is column c of m: element (r, c) at c*h + r
+        trace = Trace()
+        b = buffers(trace, m=m_cols, s=s)
+        out = nan_buffer(trace, 'out', h * w)
+        with running(what): run_grid(kernel, grid, block, b['m'], b['s'], out, h, w, trace=trace)
+        got = as_tensor(out, w, h).t()       # indexed [r, c], as m
+        if got.isnan().any():
+            r, c = (int(i) for i in got.isnan().nonzero()[0])
+            raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the grid of {grid.x} x {grid.y} blocks "
+                         f"that {call} gives does not reach it with your kernel's mapping; x must cover the axis "
+                         "threadIdx.x runs along, y the other")
+        compare(got, (m_cols * s).t(), what)
+        said = first_uncoalesced(trace, block, names={h: 'h', w: 'w'})
+        if said:
+            raise NotYet(f"{what}: {said}. Threads next to each other in x must touch elements next to each other in "
+                         "memory: map threadIdx.x to the index that moves by one element there")
+        at_most(trace, 'm', 'read', 1, "one element per thread")
+    report.ok(f"right on {', '.join(f'{h}x{w}' for h, w in COALESCING_SHAPES)} matrices stored column by column, "
+              f"with blocks of {block.x} x {block.y} threads and the grid of scale_rows_blocks")
+    report.ok("every warp's read of m and of s and its write of out touches at most one 32-byte sector more than the "
+              "fewest that its elements fit in")
+
+
+# The course's uncoalesced kernel, what 03.4 is timed against: 03.3's skeleton in CUDA C, threadIdx.x along c.
+UNCOALESCED_SCALE_ROWS = r'''
+__global__ void scale_rows_uncoalesced_k(const float* m, const float* s, float* out, int h, int w) {
+    int c = blockIdx.x*blockDim.x + threadIdx.x;     // neighbouring threads: neighbouring columns, elements h apart
+    int r = blockIdx.y*blockDim.y + threadIdx.y;
+    if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r];
+}
+
+extern "C" cudaError_t scale_rows_uncoalesced(const float* m, const float* s, float* out, int h, int w,
+                                              cudaStream_t stream) {
+    dim3 tpb(32, 8), blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));
+    scale_rows_uncoalesced_k<<<blocks, tpb, 0, stream>>>(m, s, out, h, w);
+    return cudaGetLastError();
+}
+'''
+
+# The speed-up a coalesced kernel must reach over the uncoalesced one, on an 8192 x 8192 matrix (256 MiB, far
+# more than any L2): the uncoalesced kernel's warps each touch 32 cache lines per access where 1 would do.
+SPEEDUP = 2.0
+BIG = 8192
+# Values around each buffer in the guarded runs: NaN around out (a write there shows), inf around m and s (a read
+# there turns the element it computes into inf).
+GUARD = 256
+
+SMALL_SCALE_SHAPES = ((33, 5), (1, 70), (70, 1), (45, 67))
+SANITIZER_CALLS = '''
+for h, w in {shapes}:
+    m, s = torch.rand(w, h, device='cuda'), torch.rand(h, device='cuda')
+    mod.scale_rows(m, s, torch.empty(w, h, device='cuda'), h, w)
+'''.format(shapes=SMALL_SCALE_SHAPES)
+
+
+def guarded(t, fill):
+    "A copy of t inside a buffer with GUARD values `fill` before and after it: (the whole buffer, the copy)."
+    import torch
+    whole = torch.full((t.numel() + 2 * GUARD,), fill, device=t.device)
+    inner = whole[GUARD:GUARD + t.numel()]
+    inner.copy_(t.flatten())
+    return whole, inner
+
+
+def guarded_run(scale_rows, h, w, device='cuda'):
+    "Run the learner's launcher on a small column-by-column m with guards around every buffer; fail on what they show."
+    import torch
+    what = f"scale_rows on a {h} x {w} m"
+    m_cols, s = rand(w, h, device=device), rand(h, device=device)
+    (_, m_in), (_, s_in) = guarded(m_cols, math.inf), guarded(s, math.inf)
+    out_all, out_in = guarded(torch.full((h * w,), math.nan, device=device), math.nan)
+    with running(what):
+        scale_rows(m_in, s_in, out_in, h, w)
+        if device == 'cuda': torch.cuda.synchronize()
+    outside = int((~out_all[:GUARD].isnan()).sum() + (~out_all[GUARD + h * w:].isnan()).sum())
+    if outside:
+        raise NotYet(f"{what} writes {outside} value(s) outside out: a bound check is missing or off by one; only the "
+                     "threads with r < h and c < w may write")
+    got = out_in.view(w, h).t()
+    if got.isnan().any():
+        r, c = (int(i) for i in got.isnan().nonzero()[0])
+        raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the launch's grid must cover the matrix with "
+                     "your kernel's mapping, x along the axis threadIdx.x runs along, y along the other")
+    if got.isinf().any():
+        r, c = (int(i) for i in got.isinf().nonzero()[0])
+        raise NotYet(f"{what}: element ({r}, {c}) of out came out inf, which the check put only around m and s: a "
+                     "thread read outside them, so a bound check is missing or off by one")
+    compare(got, (m_cols * s).t(), what)
+
+
+@exercise('03.4', 'coalescing on a GPU: the same kernel in CUDA C',
+          hints=("The choice of 03.3, in CUDA C: threadIdx.x runs along the index that moves by one element in memory, and the launch's grid follows that choice.",
+                 'int r = blockIdx.x*blockDim.x + threadIdx.x, c = blockIdx.y*blockDim.y + threadIdx.y; if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r]; and dim3 blocks(cdiv(h, tpb.x), cdiv(w, tpb.y)).'),
+          runs_on_gpu=True)
+def coalesced_scale_rows_cuda(ns, report):
+    import re, torch
+    from ..cuda_library import compile_cuda, cuda_prelude, extern_c_functions
+    src, = need(ns, 'scale_rows_cuda_src')
+    mod = compiled(report, src, 'scale_rows_cuda_src')
+    if mod is None: return
+    if 'scale_rows' not in [name for name, _, _ in extern_c_functions(src)]:
+        raise NotYet('scale_rows_cuda_src has no launcher `extern "C" cudaError_t scale_rows(...)`: keep the given one')
+    kind, listing = machine_code(src, 'scale_rows_k')
+    if not listing: raise NotYet("nvcc made no kernel whose name contains 'scale_rows_k': keep the kernel's name")
+    if not count_in(kind, listing, 'global stores'):
+        raise NotYet(f"scale_rows_k writes nothing to global memory (its {kind} has no global store): store "
+                     "m's element times s[r] into out")
+    if count_in(kind, listing, 'global loads') < 2:
+        raise NotYet(f"scale_rows_k reads fewer than two values from global memory (its {kind} has "
+                     f"{count_in(kind, listing, 'global loads')} global loads): read m's element and s[r]")
+    report.ok(f"the {kind} of scale_rows_k loads from and stores to global memory")
+    if not gpu_here():
+        return report.skip(f"running it: correctness, out-of-bounds accesses, and at least {SPEEDUP:g}x the speed of "
+                           f"the uncoalesced kernel on an {BIG} x {BIG} m need a GPU")
+    for h, w in SMALL_SCALE_SHAPES:
+        guarded_run(mod.scale_rows, h, w)
+    report.ok("nothing written outside out and nothing read outside m and s on " +
+              ', '.join(f'{h}x{w}' for h, w in SMALL_SCALE_SHAPES))
+    sanitized(report, src, SANITIZER_CALLS, tools=('memcheck',))
+    for h, w in ((BIG, BIG), (1000, 300), (1, 4099), (4099, 1), (33, 4097)):
+        m_cols, s = rand(w, h, device='cuda'), rand(h, device='cuda')
+        out = torch.full((w, h), math.nan, device='cuda')
+        with running(f"scale_rows on a {h} x {w} m"):
+            mod.scale_rows(m_cols, s, out, h, w)
+            torch.cuda.synchronize()
+        compare(out.t(), (m_cols * s).t(), f"scale_rows on a {h} x {w} m")
+    report.ok(f"right on {BIG}x{BIG}, 1000x300, 1x4099, 4099x1 and 33x4097")
+    reference = compile_cuda(cuda_prelude + UNCOALESCED_SCALE_ROWS)
+    m_cols, s = rand(BIG, BIG, device='cuda'), rand(BIG, device='cuda')
+    out = torch.empty(BIG, BIG, device='cuda')
+    try:
+        faster_than(report, lambda m, s: mod.scale_rows(m, s, out, BIG, BIG),
+                    lambda m, s: reference.scale_rows_uncoalesced(m, s, out, BIG, BIG), (m_cols, s), 1 / SPEEDUP,
+                    f"scale_rows on a {BIG} x {BIG} m", "the uncoalesced kernel (threadIdx.x along c)")
+    except NotYet as e:
+        raise NotYet(f"{e}: a kernel whose warps touch neighbouring addresses takes at most half its time; is "
+                     "threadIdx.x on the index that moves by one element in memory?") from None

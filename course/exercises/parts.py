@@ -147,10 +147,10 @@ def compile_error_text(text, src, place):
 MACHINE_CODE = {
     'SASS': {'multiply-adds': r'\bFFMA\b', 'barriers': r'\bBAR\.SYNC', 'shared stores': r'\bSTS(?:\.\d+)?\b',
              'shared loads': r'\bLDS(?:\.\d+)?\b', 'global loads': r'\bLDG\b', 'local memory': r'\b(?:LDL|STL)\b',
-             '128-bit shared loads': r'\bLDS\.128\b'},
+             '128-bit shared loads': r'\bLDS\.128\b', 'global stores': r'\bSTG\b'},
     'PTX': {'multiply-adds': r'\bfma\.rn\.f32\b', 'barriers': r'\bbar\.sync\b|\bbarrier\.sync\b', 'shared stores': r'\bst\.shared\b',
             'shared loads': r'\bld\.shared\b', 'global loads': r'\bld\.global\b', 'local memory': r'\b(?:ld|st)\.local\b',
-            '128-bit shared loads': r'\bld\.shared\.v4'},
+            '128-bit shared loads': r'\bld\.shared\.v4', 'global stores': r'\bst\.global\b'},
 }
 
 
@@ -186,7 +186,9 @@ def faster_than(report, fn, reference, args, target, what, reference_name):
 
 
 SANITIZER_DRIVER = r'''
-import sys, torch
+import os, sys
+os.environ['PYTORCH_NO_CUDA_MEMORY_CACHING'] = '1'   # each tensor its own allocation: memcheck then sees a read just past one
+import torch
 sys.path.insert(0, {root!r})
 from course.cuda_library import compile_cuda
 mod = compile_cuda(open({src_path!r}).read())

@@ -1,0 +1,114 @@
+"Wrong answers for notebook 03's exercises (run_threads, coalescing, and its CUDA C twin)."
+from course.exercises.learner_code import solution_sections
+
+from . import Wrong
+
+STORE_TILE = ("        r, c = blockIdx.x*tw + tr, blockIdx.y*tw + tc     # out is w x h\n"
+              "        if r < w and c < h: out[r*h + c] = shared[tc*tw + tr]\n")
+
+SCALE_ROWS_PYTHON_SWAPPED = '''
+def scale_rows_k(blockIdx, threadIdx, blockDim, m, s, out, h, w):
+    c = blockIdx.x*blockDim.x + threadIdx.x
+    r = blockIdx.y*blockDim.y + threadIdx.y
+    if r < h and c < w: out[c*h + r] = m[c*h + r] * s[r]
+
+
+def scale_rows_blocks(h, w, blockDim):
+    return dim3(cdiv(w, blockDim.x), cdiv(h, blockDim.y))
+'''
+
+SCALE_ROWS_PYTHON_LOOPS = '''
+def scale_rows_k(blockIdx, threadIdx, blockDim, m, s, out, h, w):
+    {index} = blockIdx.x*blockDim.x + threadIdx.x       # one thread per {line}, a loop along it
+    if threadIdx.y == 0 and {index} < {size}:
+        for {other} in range({other_size}): out[c*h + r] = m[c*h + r] * s[r]
+
+
+def scale_rows_blocks(h, w, blockDim):
+    return dim3(cdiv({size}, blockDim.x), 1)
+'''
+
+CUDA_MAPPING = ("    int r = blockIdx.x*blockDim.x + threadIdx.x;     // threadIdx.x along r: a warp reads 32 neighbours of a column\n"
+                "    int c = blockIdx.y*blockDim.y + threadIdx.y;\n")
+CUDA_GUARD = "if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r];"
+CUDA_GRID = "blocks(cdiv(h, tpb.x), cdiv(w, tpb.y));"
+
+
+def cuda_solution():
+    "The reference solution's cell body for 03.4 (the solution file's preamble and its section)."
+    preamble, sections = solution_sections('03')
+    return preamble + sections['03.4']
+
+
+GPU_BOUNDS = r"writes \d+ value\(s\) outside out: a bound check is missing or off by one|came out inf.*a bound check is missing or off by one"
+
+WRONG = [
+    Wrong('03.1', 'no bound check when loading the chunk of v',
+          change=("shared[tc] = v[i] if i < k else 0.", "shared[tc] = v[i]"),
+          expect=r"reads v\[\d+\], outside the buffer.*a bound check is missing or wrong"),
+    Wrong('03.1', 'the last, short chunk read as a whole one (past the end of the row)',
+          change=("for i in range(min(tw, k - ph*tw)):", "for i in range(tw):"),
+          expect=r"computes row \d+ of out but reads m\[\d+\].*past the end of that 7-column row: the last chunk holds only k - ph\*tw values"),
+    Wrong('03.1', 'the dot products read v from global memory',
+          change=("out[r] += m[r*k + ph*tw + i] * shared[i]", "out[r] += m[r*k + ph*tw + i] * v[ph*tw + i]"),
+          expect=r"reads \d+ values of v from global memory; .*each thread reads one value of v per chunk, so it needs at most"),
+    Wrong('03.1', 'loading and reading the chunk in one run_threads call (no barrier between them)',
+          change=("    for ph in range(cdiv(k, tw)):\n        run_threads(load_chunk, blockDim, ph)\n        run_threads(dot_chunk, blockDim, ph)\n",
+                  "    def load_and_dot(tr, tc, ph):\n        load_chunk(tr, tc, ph)\n        dot_chunk(tr, tc, ph)\n\n"
+                  "    for ph in range(cdiv(k, tw)):\n        run_threads(load_and_dot, blockDim, ph)\n"),
+          expect=r"a barrier is missing.*With run_threads, a barrier is the end of a call"),
+    Wrong('03.1', 'no check that the row exists',
+          change=("        if r >= h: return\n", ""),
+          expect=r"computes row \d+ but m has \d+ rows: a thread past the last row must do nothing"),
+    Wrong('03.2', 'an uncoalesced write straight from the tile',
+          change=(STORE_TILE, "        r, c = blockIdx.y*tw + tr, blockIdx.x*tw + tc     # (r, c) of m\n"
+                              "        if r < h and c < w: out[c*h + r] = shared[tr*tw + tc]\n"),
+          expect=r"neighbouring threads should write neighbouring elements"),
+    Wrong('03.2', 'the tile read untransposed in store_tile',
+          change=("out[r*h + c] = shared[tc*tw + tr]", "out[r*h + c] = shared[tr*tw + tc]"),
+          expect=r"writes m\[\d+, \d+\] into element \[\d+, \d+\] .*which must hold m\[\d+, \d+\]; the value comes from the right tile of m but the wrong element of it"),
+    Wrong('03.2', "the block's indices not swapped in store_tile",
+          change=(STORE_TILE, STORE_TILE.replace("r, c = blockIdx.x*tw + tr, blockIdx.y*tw + tc", "r, c = blockIdx.y*tw + tr, blockIdx.x*tw + tc")),
+          expect=r"which must hold m\[\d+, \d+\]; the value comes from another tile of m|outside the buffer"),
+    Wrong('03.2', 'no bound check in load_tile',
+          change=("if r < h and c < w: shared[tr*tw + tc] = m[r*w + c]", "shared[tr*tw + tc] = m[r*w + c]"),
+          expect=r"reads m\[\d+\], outside the buffer.*a bound check is missing or wrong"),
+    Wrong('03.2', "store_tile's bound check uses m's bounds (h and w swapped)",
+          change=("if r < w and c < h: out[r*h + c]", "if r < h and c < w: out[r*h + c]"),
+          expect=r"store_tile may write only its elements \(r, c\) with r < w and c < h|store_tile's bound check must let its thread write it"),
+    Wrong('03.3', 'threadIdx.x along c (the uncoalesced mapping)',
+          body=SCALE_ROWS_PYTHON_SWAPPED,
+          expect=r"warp 0 \(threads x=0..31, y=0\) of block \(x=0, y=0\): its 1st read of m touches 32 sectors of 32 bytes "
+                 r"where 4 would do: neighbouring threads read elements h = 37 apart"),
+    Wrong('03.3', 'guard r <= h (off by one)',
+          change=("if r < h and c < w: out[c*h + r]", "if r <= h and c < w: out[c*h + r]"),
+          expect=r"reads (s|m)\[\d+\], outside the buffer.*a bound check is missing or wrong"),
+    Wrong('03.3', 'the mapping changed but not the grid',
+          change=("return dim3(cdiv(h, blockDim.x), cdiv(w, blockDim.y))", "return dim3(cdiv(w, blockDim.x), cdiv(h, blockDim.y))"),
+          expect=r"element \(\d+, \d+\) of out is never written: the grid of \d+ x \d+ blocks"),
+    Wrong('03.3', 'one thread per column, looping down it',
+          body=SCALE_ROWS_PYTHON_LOOPS.format(index='c', line='column', size='w', other='r', other_size='h'),
+          expect=r"its 1st read of m touches \d+ sectors of 32 bytes where \d+ would do: neighbouring threads read elements h = 37 apart"),
+    Wrong('03.3', 'one thread per row, looping along it (coalesced, but many elements per thread)',
+          body=SCALE_ROWS_PYTHON_LOOPS.format(index='r', line='row', size='h', other='c', other_size='w'),
+          expect=r"reads \d+ values of m from global memory; one element per thread needs at most 1"),
+    Wrong('03.4', 'threadIdx.x along c, the grid to match (right, but uncoalesced)', cpu='not checked here',
+          body=cuda_solution().replace(CUDA_MAPPING, "    int c = blockIdx.x*blockDim.x + threadIdx.x;\n"
+                                                     "    int r = blockIdx.y*blockDim.y + threadIdx.y;\n")
+                              .replace(CUDA_GRID, "blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));"),
+          expect=r"slower than the target of 0.50x: a kernel whose warps touch neighbouring addresses"),
+    Wrong('03.4', 'guard r <= h (off by one)', cpu='not checked here',
+          change=(CUDA_GUARD, CUDA_GUARD.replace("r < h", "r <= h")), expect=GPU_BOUNDS),
+    Wrong('03.4', 'no bound check', cpu='not checked here',
+          change=(CUDA_GUARD, CUDA_GUARD.replace("if (r < h && c < w) ", "")), expect=GPU_BOUNDS),
+    Wrong('03.4', 'the mapping changed but not the grid', cpu='not checked here',
+          change=(CUDA_GRID, "blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));"),
+          expect=r"element \(\d+, \d+\) of out is never written: the launch's grid must cover the matrix|"
+                 r"writes \d+ value\(s\) outside out|came out inf"),
+    Wrong('03.4', 'the product kept in a local variable, never stored',
+          change=(CUDA_GUARD, "float p = 0.0f;\n    if (r < h && c < w) p = m[(size_t)c*h + r] * s[r];"),
+          expect=r"scale_rows_k writes nothing to global memory \(its (PTX|SASS) has no global store\)"),
+    Wrong('03.4', 'a missing semicolon',
+          change=("    int c = blockIdx.y*blockDim.y + threadIdx.y;\n", "    int c = blockIdx.y*blockDim.y + threadIdx.y\n"),
+          expect=r"nvcc cannot compile scale_rows_cuda_src.*line \d+ of the `#\| exercise 03.4` cell"),
+]
