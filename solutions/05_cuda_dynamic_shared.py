@@ -1,16 +1,32 @@
 "Reference solutions of notebooks/exercises/05_cuda_dynamic_shared.ipynb. Try the exercises first!"
 import functools, torch
-from utils import cdiv, compile_cuda, cuda_prelude, import_notebook
-nb05 = import_notebook('05')
+from utils import compile_cuda, cuda_prelude
 
-# Exercise 05.1: the Python kernel in CUDA C, with dynamic shared memory
-# The answer is notebook 05's kernel, dyn_kernel_src, under the name the launcher calls.
-dyn_cuda_src = cuda_prelude + nb05.dyn_kernel_src.replace('matmul_dyn_k', 'my_matmul_dyn_k') + r'''
-extern "C" cudaError_t my_matmul_dyn(const float* m, const float* n, float* out, int h, int w, int k, int tw,
-                                     cudaStream_t stream) {
+# Exercise 05.1: a fused bias + ReLU epilogue, with a run-time tile width
+bias_relu_cuda_src = cuda_prelude + r'''
+__global__ void matmul_bias_relu_k(const float* m, const float* n, const float* bias, float* out,
+                                   int h, int w, int k, int tw) {
+    int tc = threadIdx.x, tr = threadIdx.y;
+    int r = blockIdx.y*blockDim.y + tr, c = blockIdx.x*blockDim.x + tc;
+    extern __shared__ float sh[];        // 2*tw*tw floats: tw is known only at run time, so the launch sizes it
+    float *ms = sh, *ns = sh + tw*tw;    // two tw x tw tiles, one after the other
+    float p = 0.0f;
+    for (int idx = 0; idx < k; idx += tw) {
+        ms[tr*tw + tc] = r < h && idx+tc < k ? m[r*k + idx+tc] : 0.0f;
+        ns[tr*tw + tc] = c < w && idx+tr < k ? n[(idx+tr)*w + c] : 0.0f;
+        __syncthreads();
+        for (int i = 0; i < tw; ++i) p += ms[tr*tw + i] * ns[i*tw + tc];
+        __syncthreads();
+    }
+    if (r < h && c < w) out[r*w + c] = fmaxf(p + bias[c], 0.0f);   // the epilogue: one pass over out, not three
+}
+
+extern "C" cudaError_t matmul_bias_relu(const float* m, const float* n, const float* bias, float* out,
+                                        int h, int w, int k, int tw, cudaStream_t stream) {
     if (tw < 1 || tw > 32) return cudaErrorInvalidValue;
     dim3 tpb(tw, tw), blocks(cdiv(w, tw), cdiv(h, tw));
-    my_matmul_dyn_k<<<blocks, tpb, 2*tw*tw*sizeof(float), stream>>>(m, n, out, h, w, k, tw);
+    size_t shared_bytes = 2 * tw * tw * sizeof(float);
+    matmul_bias_relu_k<<<blocks, tpb, shared_bytes, stream>>>(m, n, bias, out, h, w, k, tw);
     return cudaGetLastError();
 }
 '''

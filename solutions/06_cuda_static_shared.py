@@ -48,3 +48,23 @@ extern "C" cudaError_t transpose(const float* m, float* out, int h, int w, cudaS
     return cudaGetLastError();
 }
 '''
+
+# Exercise 06.3: shared-memory banks, with n given transposed
+TH, TW, TK = 8, 32, 32      # a block: TH x TW outputs, TW x TH threads (a warp is one row of them); k in steps of TK
+NT_STRIDE = TK + 1          # the row stride of nt's tile in shared memory: one float of padding per row
+
+
+def matmul_nt_k(blockIdx, threadIdx, blockDim, shared, syncb, m, nt, out, h, w, k):
+    tc, tr = threadIdx.x, threadIdx.y
+    r, c = blockIdx.y*TH + tr, blockIdx.x*TW + tc
+    ms, nts = shared[:TH*TK], shared[TH*TK:]    # ms: TH x TK; nts: the TW rows of nt this block needs, NT_STRIDE apart
+    p = 0.
+    for idx in range(0, k, TK):
+        ms[tr*TK + tc] = m[r*k + idx + tc] if r < h and idx + tc < k else 0.      # TK == TW: one value each
+        for j in range(tr, TW, TH):             # row j of the tile: a warp reads 32 neighbours of one row of nt
+            row = blockIdx.x*TW + j
+            nts[j*NT_STRIDE + tc] = nt[row*k + idx + tc] if row < w and idx + tc < k else 0.
+        syncb.wait()
+        for i in range(TK): p += ms[tr*TK + i] * nts[tc*NT_STRIDE + i]   # lane tc reads row tc: 33 words apart, 32 banks
+        syncb.wait()
+    if r < h and c < w: out[r*w + c] = p

@@ -165,7 +165,7 @@ def test_a_faulting_gpu_kernel_leaves_this_process_usable():
     assert wild != body, "the solution's store into out was not found"
     report = exercises.run_check('06.1', solution_work('06', {'06.1': wild}))
     assert report.outcome == NOT_YET
-    assert re.search(r'crashed the GPU .*unharmed', report.failure), report.failure
+    assert re.search(r'crashed the GPU|out of bounds on the GPU|outside', report.failure), report.failure
     assert torch.ones(4, device='cuda').sum().item() == 4
 
 

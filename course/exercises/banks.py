@@ -46,11 +46,11 @@ class WarpAccess:
         "'warp 0 of block (0, 0): its 2nd shared read hits bank 0 in 32 different words (a 32-way conflict)'."
         ways, bank, words = self.conflict
         lanes = sorted(l for l, w in self.words.items() if w in words)
-        shown = ', '.join(f"lane {l} word {self.words[l]}" for l in lanes[:3])
+        shown = ', '.join(f"lane {l} word {self.words[l]}" for l in lanes[:3]) + (', ...' if len(lanes) > 3 else '')
         steps = {self.words[b] - self.words[a] for a, b in zip(lanes, lanes[1:])}
         apart = f", {steps.pop()} words apart" if len(steps) == 1 else ''
         return (f"warp {self.warp} of block ({self.block[0]}, {self.block[1]}): its {ordinal(self.number)} shared "
-                f"{self.kind} hits bank {bank} in {ways} different words (a {ways}-way conflict: {shown}, ...{apart})")
+                f"{self.kind} hits bank {bank} in {ways} different words (a {ways}-way conflict: {shown}{apart})")
 
 
 def warp_accesses(trace, block_dim, kind='read'):
@@ -71,10 +71,7 @@ def worst_conflict(trace, block_dim, kind='read'):
     return max(found, key=lambda a: a.conflict[0]) if found else None   # max keeps the first of equals
 
 
-def tile_ways(rows, row_stride):
-    """The worst bank conflict of a warp reading a row, or a column, of a tile of `rows` rows stored
-    `row_stride` words apart: (ways, 'row' or 'column')."""
-    lanes = range(min(rows, WARP_SIZE))
-    column = conflict_ways([lane * row_stride for lane in lanes])[0]
-    row = conflict_ways(list(range(min(row_stride, WARP_SIZE))))[0]
-    return (column, 'column') if column >= row else (row, 'row')
+def column_ways(rows, row_stride):
+    """The bank conflict of a warp reading one column of a tile of `rows` rows stored `row_stride` words
+    apart, lane i in row i: (ways, bank, the different words in that bank). A row is always conflict-free."""
+    return conflict_ways([lane * row_stride for lane in range(min(rows, WARP_SIZE))])

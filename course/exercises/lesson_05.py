@@ -1,52 +1,101 @@
 """The exercises of notebook 05: CUDA C with dynamic shared memory."""
-import math, re  # noqa: F401
+import re
+from pathlib import Path
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+from .barrier_placement import strip_c
+from .gpu_kernels import GPU_SHAPES, TILED_NEEDS, require_machine_code
+from .fenced_runs import (SMALL_EPILOGUE_CALLS, check_matmul_fenced, crash_explained, inside_a_loop, ptx_listing,
+                          relu_ops, run_fenced, sanitized_cell, seeded)
+from .parts import NotYet, compare, compiled, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import rand
 
 
-@exercise('05.1', 'the Python kernel in CUDA C, with dynamic shared memory',
-          hints=("Notebook 05 translates the Python kernel line by line: blockIdx/threadIdx become CUDA's built-ins, the shared buffer becomes `extern __shared__ float ms[];` sized by the launch.",
-                 'Split the dynamic buffer into ms = sh and ns = sh + tw*tw, keep both __syncthreads() per phase, and launch with 2*tw*tw*sizeof(float) bytes of shared memory.'), runs_on_gpu=True)
-def translate_to_cuda(ns, report):
-    import re
-    src, = need(ns, 'dyn_cuda_src')
-    if not re.search(r'extern\s+__shared__', src):
-        raise NotYet("the kernel declares no dynamic shared memory: `extern __shared__ float ms[];`, sized by the launch")
-    mod = compiled(report, src, 'dyn_cuda_src')
-    require_machine_code(report, src, 'my_matmul_dyn_k', TILED_NEEDS, 'my_matmul_dyn_k')
+# --------------------------------------------------------------------------------------------------
+# The exercises
+# --------------------------------------------------------------------------------------------------
+
+DYN_WIDTHS = (16, 8, 32, 13)
+
+
+@exercise('05.1', 'a fused bias + ReLU epilogue, with a run-time tile width',
+          hints=("Start from notebook 05's kernel: the tile width is an argument, so the tiles can only live in `extern __shared__` memory, sized by the launch. The epilogue is the last line, where each thread writes its one element.",
+                 "float *ms = sh, *ns = sh + tw*tw inside `extern __shared__ float sh[];`; after the loop over phases, `if (r < h && c < w) out[r*w + c] = fmaxf(p + bias[c], 0.0f);` (bias[c]: one value per column). The launch needs 2*tw*tw*sizeof(float) bytes for the two tiles."),
+          runs_on_gpu=True)
+def fused_bias_relu(ns, report):
+    src, = need(ns, 'bias_relu_cuda_src')
+    if not isinstance(src, str): raise NotYet("bias_relu_cuda_src must be a string of CUDA C")
+    if not re.search(r'extern\s+__shared__', strip_c(src)):
+        raise NotYet("the kernel declares no dynamic shared memory: with tw known only at run time, the tiles live in "
+                     "`extern __shared__ float sh[];`, sized by the launch")
+    mod = compiled(report, src, 'bias_relu_cuda_src')
+    require_machine_code(report, src, 'matmul_bias_relu_k', TILED_NEEDS, 'matmul_bias_relu_k')
+    listing = ptx_listing(src, 'matmul_bias_relu_k')
+    if listing is not None:
+        if not relu_ops(listing):
+            raise NotYet("matmul_bias_relu_k never clamps at 0 (its PTX has no max.f32 and no float comparison): the "
+                         "ReLU is missing; write fmaxf(p + bias[c], 0.0f)")
+        report.ok("the PTX of matmul_bias_relu_k clamps at 0 (a max.f32 or a float comparison)")
     if mod is None: return
-    if not gpu_here(): return report.skip("running it: correctness, out-of-bounds accesses, races and speed need a GPU")
-    from ..notebook_import import import_notebook
-    for tw in (16, 8, 32, 13):
-        check_matmul_on_gpu(matmul_via(mod.my_matmul_dyn, tw), f"tw={tw}",
-                            GPU_SHAPES if tw == 16 else GPU_SHAPES[1:])
-    report.ok("right on the lecture's problem and awkward shapes, with tw = 16, 8, 32 and 13")
-    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='my_matmul_dyn', extra=', 8'))
+    if not gpu_here():
+        return report.skip("running it: correctness with the bias and the ReLU, out-of-bounds accesses, the dynamic "
+                           "shared memory the launch gives, races and speed need a GPU")
+    calls = SMALL_EPILOGUE_CALLS.format(fn='matmul_bias_relu', extra=', 8')
+    def launcher(tw): return lambda m, n, bias, out, h, w, k: mod.matmul_bias_relu(m, n, bias, out, h, w, k, tw)
+    with crash_explained(report, src, 'bias_relu_cuda_src', calls, advice="Shared memory counts too: does the launch "
+                         "give the kernel enough dynamic shared memory for both of its tiles?"):
+        for tw in DYN_WIDTHS:
+            check_matmul_fenced(launcher(tw), f"matmul_bias_relu with tw={tw}", GPU_SHAPES if tw == 16 else GPU_SHAPES[1:],
+                                bias=True, relu=True)
+    report.ok("relu(m @ n + bias) right on the lecture's problem and awkward shapes, with tw = 16, 8, 32 and 13, "
+              "nothing read or written outside the buffers")
+    sanitized_cell(report, src, 'bias_relu_cuda_src', calls)
+    import torch
     from ..correctness import lecture_problem
+    from ..notebook_import import import_notebook
     m, n, _ = lecture_problem('cuda')
-    nb05 = import_notebook('05')
-    faster_than(report, matmul_via(mod.my_matmul_dyn, 16), nb05.matmul_dyn, (m, n), 1.15,
-                "on the lecture's problem, tw=16", "notebook 05's matmul_dyn")
+    bias = torch.randn(n.shape[1], device='cuda')
+    def fused(m, n):
+        out = torch.empty(m.shape[0], n.shape[1], device='cuda')
+        mod.matmul_bias_relu(m, n, bias, out, m.shape[0], n.shape[1], m.shape[1], 16)
+        return out
+    faster_than(report, fused, import_notebook('05').matmul_dyn, (m, n), 1.15,
+                "on the lecture's problem, tw=16", "notebook 05's matmul_dyn (no epilogue)")
+
+
+def refused_by_launcher(exc):
+    "Whether an exception came from calling the compiled module (course/cuda_library.py), not from the learner's own checks."
+    tb = exc.__traceback__
+    while tb is not None:
+        if Path(tb.tb_frame.f_code.co_filename).name == 'cuda_library.py': return True
+        tb = tb.tb_next
+    return False
 
 
 @exercise('05.2', 'a matrix-vector product in CUDA C, and its wrapper',
           hints=('One warp per row: its 32 lanes read neighbouring elements of the row (coalesced), each keeps a partial sum, and the warp adds them at the end.',
                  "Copy each chunk of v into shared memory (all threads help, then __syncthreads()), loop j = lane; j < chunk; j += 32, and after the last chunk add the lanes' sums with __shfl_down_sync(0xffffffff, acc, d) for d = 16, 8, 4, 2, 1. The wrapper checks device, dtype, dims, contiguity and sizes before launching."), runs_on_gpu=True)
 def cuda_matvec(ns, report):
-    import re, torch
     src, matvec = need(ns, 'matvec_cuda_src', 'matvec')
-    if not re.search(r'extern\s+__shared__', src):
+    if not isinstance(src, str): raise NotYet("matvec_cuda_src must be a string of CUDA C")
+    if not re.search(r'extern\s+__shared__', strip_c(src)):
         raise NotYet("the kernel keeps no chunk of v in dynamic shared memory (`extern __shared__ float vs[];`)")
     mod = compiled(report, src, 'matvec_cuda_src')
     require_machine_code(report, src, 'matvec_k', {
         'shared stores': (1, "the kernel never stores to shared memory: copy each chunk of v into it"),
         'barriers': (2, "the kernel needs two __syncthreads() per chunk of v: after filling it, and after using it"),
         'multiply-adds': (1, "the kernel does no multiply-add")}, 'matvec_k')
+    listing = ptx_listing(src, 'matvec_k')
+    if listing is not None:
+        shuffles = len(re.findall(r'\bshfl\.sync\b', listing))
+        if not shuffles:
+            raise NotYet("the kernel never shuffles: add up the warp's 32 partial sums with __shfl_down_sync(0xffffffff, "
+                         "acc, d) for d = 16, 8, 4, 2, 1")
+        if shuffles < 5 and not inside_a_loop(listing, r'\bshfl\.sync\b'):
+            raise NotYet(f"the warp adds up its partial sums in {shuffles} shuffle steps (the PTX of matvec_k has "
+                         f"{shuffles} shfl.sync): it takes 5, with offsets 16, 8, 4, 2 and 1, to bring all 32 lanes' sums "
+                         "into lane 0")
+        report.ok("the warp adds up its lanes' sums with shuffles (shfl.sync in the PTX)")
     device = 'cuda' if gpu_here() else 'cpu'
     good_m, good_v = rand(8, 8, device=device), rand(8, device=device)
     bad = {"m on the CPU": (rand(8, 8), good_v), "a non-contiguous m": (rand(8, 8, device=device).t(), good_v),
@@ -55,25 +104,38 @@ def cuda_matvec(ns, report):
     if device == 'cpu': bad = {k: v for k, v in bad.items() if k == "m on the CPU"}
     for what, (m, v) in bad.items():
         try: matvec(m, v)
-        except (ValueError, TypeError) as e:
-            if str(e).strip(): continue
-            raise NotYet(f"matvec rejects {what}, but with an empty message") from None
         except Exception as e:
-            raise NotYet(f"matvec raises {type(e).__name__} for {what}: check the inputs in Python first and raise "
-                         "ValueError (or TypeError) with a message") from None
+            msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+            if refused_by_launcher(e):
+                raise NotYet(f"matvec hands {what} to the launcher instead of refusing it itself (which fails: "
+                             f"{type(e).__name__}: {msg}): check it in matvec, before launching, and raise ValueError "
+                             "(or TypeError) with a message") from None
+            if not isinstance(e, (ValueError, TypeError)):
+                raise NotYet(f"matvec raises {type(e).__name__} for {what}: check the inputs in Python first and raise "
+                             "ValueError (or TypeError) with a message") from None
+            if msg: continue
+            raise NotYet(f"matvec rejects {what}, but with an empty message") from None
         raise NotYet(f"matvec accepts {what}: check it and raise ValueError (or TypeError) with a message")
-    report.ok("matvec rejects " + ', '.join(bad) + " with a message")
+    report.ok("matvec rejects " + ', '.join(bad) + " itself, with a message")
     if device == 'cpu' or mod is None:
         return report.skip("running it: correctness, the rest of the bad inputs, out-of-bounds accesses, races and speed need a GPU")
-    for h, k in ((1000, 300), (1, 300), (1000, 1), (33, 17), (4096, 4096), (2000, 1500)):
-        m, v = rand(h, k, device='cuda'), rand(k, device='cuda')
-        with running(f"matvec on m {h}x{k}"): got = matvec(m, v)
-        compare(got, m @ v, f"matvec on m {h}x{k}", atol=1e-3)
-    report.ok("right on m 1000x300, 1x300, 1000x1, 33x17, 4096x4096 and 2000x1500")
-    sanitized(report, src, '''
+    calls = '''
 for h, k in ((33, 17), (1, 300), (70, 1)):
     m, v = torch.rand(h, k, device='cuda'), torch.rand(k, device='cuda')
     mod.matvec_launch(m, v, torch.empty(h, device='cuda'), h, k)
-''')
+'''
+    with crash_explained(report, src, 'matvec_cuda_src', calls):
+        for seed, (h, k) in enumerate(((1000, 300), (1, 300), (1000, 1), (33, 17), (4096, 4096), (2000, 1500))):
+            m, v = seeded(h, k, seed=seed), seeded(k, seed=seed + 100)
+            got = run_fenced(f"matvec_launch on m {h}x{k}", lambda m, v, out: mod.matvec_launch(m, v, out, h, k),
+                             {'m': m, 'v': v}, (h,))
+            compare(got, m @ v, f"matvec_launch on m {h}x{k}", atol=1e-3)
+        m, v = seeded(33, 17, seed=7), seeded(17, seed=8)
+        with running("matvec on m 33x17"): got = matvec(m, v)
+        compare(got, m @ v, "matvec on m 33x17", atol=1e-3)
+    report.ok("right on m 1000x300, 1x300, 1000x1, 33x17, 4096x4096 and 2000x1500, nothing read or written outside "
+              "the buffers; the wrapper too")
+    sanitized_cell(report, src, 'matvec_cuda_src', calls)
+    import torch
     m, v = rand(8192, 8192, device='cuda'), rand(8192, device='cuda')
     faster_than(report, matvec, torch.mv, (m, v), 1.5, "m 8192x8192 @ v", "torch.mv (cuBLAS)")

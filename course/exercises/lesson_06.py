@@ -1,34 +1,149 @@
-"""The exercises of notebook 06: CUDA C with static shared memory."""
-import math, re  # noqa: F401
+"""The exercises of notebook 06: CUDA C with static shared memory, and shared-memory banks."""
+import ast, math, re, subprocess, tempfile
+from pathlib import Path
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+from ..checked_simulator import Trace, buffers, dim3, run_threaded_blocks
+from .banks import WARP_SIZE, column_ways, worst_conflict
+from .barrier_placement import strip_c
+from .gpu_kernels import SMALL_MATMUL_CALLS, TILED_NEEDS, matmul_via, require_machine_code
+from .fenced_runs import check_matmul_fenced, crash_explained, run_fenced, sanitized_cell, seeded
+from .parts import ROOT, NotYet, at_most, barriers_in_place, compare, compiled, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import as_tensor, cdiv, nan_buffer, rand, uncoalesced
 
 
 @exercise('06.1', 'rectangular tiles in static shared memory',
           hints=('With constants TH, TW and TK, the shared tiles are static arrays: __shared__ float ms[TH][TK], ns[TK][TW].',
                  'A th x tw block loads a th x tk tile of m and a tk x tw tile of n: each thread loads tk/tw values of ms and tk/th of ns in strided loops, then two __syncthreads() around the dot product.'), runs_on_gpu=True)
 def static_rect_tiles(ns, report):
-    import re
     src, = need(ns, 'rect_cuda_src')
-    if re.search(r'extern\s+__shared__', src):
+    if not isinstance(src, str): raise NotYet("rect_cuda_src must be a string of CUDA C")
+    if re.search(r'extern\s+__shared__', strip_c(src)):
         raise NotYet("use static shared arrays sized by the constants (`__shared__ float ms[TH][TK];`), not `extern __shared__`")
     mod = compiled(report, src, 'rect_cuda_src')
     require_machine_code(report, src, 'matmul_rect_k', TILED_NEEDS, 'matmul_rect_k')
     if mod is None: return
     if not gpu_here(): return report.skip("running it: correctness, out-of-bounds accesses, races and speed need a GPU")
-    check_matmul_on_gpu(matmul_via(mod.matmul_rect), "matmul_rect")
-    report.ok("right on the lecture's problem and awkward shapes")
-    sanitized(report, src, SMALL_MATMUL_CALLS.format(fn='matmul_rect', extra=''))
+    calls = SMALL_MATMUL_CALLS.format(fn='matmul_rect', extra='')
+    with crash_explained(report, src, 'rect_cuda_src', calls):
+        check_matmul_fenced(lambda m, n, out, h, w, k: mod.matmul_rect(m, n, out, h, w, k), "matmul_rect")
+    report.ok("right on the lecture's problem and awkward shapes, nothing read or written outside the buffers")
+    sanitized_cell(report, src, 'rect_cuda_src', calls)
     from ..correctness import lecture_problem
     from ..notebook_import import import_notebook
     m, n, _ = lecture_problem('cuda')
     faster_than(report, matmul_via(mod.matmul_rect), import_notebook('06').matmul_static, (m, n), 1.1,
                 "on the lecture's problem", "notebook 06's 16x16 matmul_static")
+
+
+# --------------------------------------------------------------------------------------------------
+# The shared tile of a CUDA C source, read from its declaration
+# --------------------------------------------------------------------------------------------------
+
+def c_int(expr, names):
+    "The value of a C integer expression of numbers, `names`, + - * / % and parentheses; None if it holds anything else."
+    try: tree = ast.parse(expr.strip(), mode='eval')
+    except SyntaxError: return None
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.Div: lambda a, b: a // b if b else None, ast.Mod: lambda a, b: a % b if b else None}
+    def value(node):
+        if isinstance(node, ast.Constant) and type(node.value) is int: return node.value
+        if isinstance(node, ast.Name): return names.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            v = value(node.operand)
+            return None if v is None else -v
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            a, b = value(node.left), value(node.right)
+            return None if a is None or b is None else ops[type(node.op)](a, b)
+        return None
+    return value(tree.body)
+
+
+def c_constants(code):
+    "The integer constants of a CUDA C source (`constexpr int A = 32, B = A + 1;`, `#define A 32`), where they can be evaluated."
+    names = {}
+    for name, expr in re.findall(r'^[ \t]*#define[ \t]+(\w+)[ \t]+([^\n]+)', code, re.M):
+        v = c_int(expr, names)
+        if v is not None: names[name] = v
+    for decl in re.findall(r'\b(?:constexpr|const)\s+(?:static\s+)?(?:unsigned\s+)?(?:int|size_t|long)\s+([^;{}]+);', code):
+        for part in decl.split(','):
+            name, eq, expr = part.partition('=')
+            v = c_int(expr, names) if eq else None
+            if v is not None and name.strip().isidentifier(): names[name.strip()] = v
+    return names
+
+
+def shared_float_tiles(code):
+    "(name, rows expression, columns expression) of each two-dimensional `__shared__ float` array of the source."
+    tiles = []
+    for decl in re.findall(r'__shared__\s+float\s+([^;]+);', code):
+        tiles += re.findall(r'(\w+)\s*\[([^\]]+)\]\s*\[([^\]]+)\]', decl)
+    return tiles
+
+
+def tile_is_padded(report, src, what):
+    """Read the shared tile's declaration from the source and, with the bank model, fail if a warp reading
+    one of its columns meets a bank conflict."""
+    code = strip_c(src)
+    tiles = shared_float_tiles(code)
+    if not tiles:
+        return report.skip(f"whether the shared tile of {what} spreads a column over all 32 banks (the check reads it "
+                           "from a two-dimensional `__shared__ float tile[..][..]`, and there is none)")
+    names = c_constants(code)
+    for name, rows_text, cols_text in tiles:
+        rows, cols = c_int(rows_text, names), c_int(cols_text, names)
+        if rows is None or cols is None:
+            report.skip(f"whether {name}[{rows_text}][{cols_text}] spreads a column over all 32 banks (its size could "
+                        "not be read from the source)")
+            continue
+        if re.search(rf'\b{name}\s*\[[^\]]*\^', code):
+            report.skip(f"whether the swizzled tile {name} is free of bank conflicts (the bank model reads only padding)")
+            continue
+        ways, bank, words = column_ways(rows, cols)
+        if ways > 1:
+            raise NotYet(f"the shared tile {name}[{rows_text.strip()}][{cols_text.strip()}] has rows of {cols} floats: "
+                         f"a warp reading one of its columns ({name}[threadIdx.x][j]) reads words {cols} apart, {ways} of "
+                         f"them in bank {bank} (words {', '.join(map(str, words[:3]))}, ...): a {ways}-way bank conflict, "
+                         f"{ways} passes instead of one. Give each row an odd number of floats: "
+                         f"{name}[{rows_text.strip()}][{cols_text.strip()} + 1]")
+        report.ok(f"the shared tile {name}[{rows_text.strip()}][{cols_text.strip()}]: a warp reading one of its columns "
+                  f"touches {min(rows, WARP_SIZE)} different banks (the bank model, from its declaration)")
+
+
+# Nsight Compute's counters of shared-memory bank conflicts, and of the shared-memory instructions they slow down.
+BANK_COUNTERS = (('l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum', 'sm__sass_inst_executed_op_shared_ld.sum', 'loads'),
+                 ('l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum', 'sm__sass_inst_executed_op_shared_st.sum', 'stores'))
+
+
+def measured_bank_conflicts(report, src, kernel, calls):
+    """On the GPU, with Nsight Compute: fail if the kernel's shared loads or stores meet bank conflicts
+    (more than one extra pass for every two instructions: a padded tile has none)."""
+    from ..profiling import ncu_unavailable, ncu_counters
+    why = ncu_unavailable()
+    if why: return report.skip(f"bank conflicts measured on the GPU ({why})")
+    from .isolation import progress
+    progress("measuring bank conflicts with Nsight Compute", 300)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / 'kernel.cu'
+        path.write_text(src)
+        snippet = (f"import torch\nfrom course.cuda_library import compile_cuda\nmod = compile_cuda(open({str(path)!r}).read())\n"
+                   f"{calls}\ntorch.cuda.synchronize()\n")
+        try:
+            values = ncu_counters(snippet, kernel, counters=[c for row in BANK_COUNTERS for c in row[:2]], cwd=str(ROOT),
+                                  timeout=240)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            return report.skip(f"bank conflicts measured on the GPU (ncu: {e})")
+    seen = []
+    for conflicts_name, instructions_name, what in BANK_COUNTERS:
+        conflicts, instructions = values.get(conflicts_name, math.nan), values.get(instructions_name, math.nan)
+        if math.isnan(conflicts) or math.isnan(instructions) or not instructions:
+            return report.skip(f"bank conflicts measured on the GPU (ncu gave no count for the shared {what})")
+        if conflicts > 0.5 * instructions:
+            raise NotYet(f"Nsight Compute counts {conflicts:.0f} bank conflicts in the {instructions:.0f} shared {what} "
+                         f"of {kernel} on the GPU, {conflicts / instructions:.1f} extra passes each: a warp's lanes touch "
+                         "different words of one bank; pad the tile's rows to an odd number of floats")
+        seen.append(f"{conflicts:.0f} in {instructions:.0f} shared {what}")
+    report.ok(f"Nsight Compute counts few bank conflicts on the GPU: {' and '.join(seen)}")
 
 
 @exercise('06.2', 'a transpose through a padded shared tile',
@@ -42,21 +157,72 @@ def cuda_transpose(ns, report):
         'shared stores': (1, "the kernel never stores to shared memory: stage each tile in a __shared__ array"),
         'shared loads': (1, "the kernel never reads shared memory: write out from the tile"),
         'barriers': (1, "a __syncthreads() is missing between filling the tile and reading it")}, 'transpose_k')
+    tile_is_padded(report, src, 'transpose_k')
     if mod is None: return
-    if not gpu_here(): return report.skip("running it: correctness, out-of-bounds accesses, races and speed need a GPU")
-    def transpose(m):
-        out = torch.full((m.shape[1], m.shape[0]), math.nan, device=m.device)
-        mod.transpose(m, out, m.shape[0], m.shape[1])
-        return out
-    for h, w in ((1000, 700), (1, 700), (700, 1), (33, 17), (4096, 4096)):
-        m = rand(h, w, device='cuda')
-        with running(f"transpose on a {h}x{w} m"): got = transpose(m)
-        compare(got, m.t(), f"transposing a {h}x{w} m")
-    report.ok("right on 1000x700, 1x700, 700x1, 33x17 and 4096x4096")
-    sanitized(report, src, '''
+    if not gpu_here():
+        return report.skip("running it: correctness, out-of-bounds accesses, races, bank conflicts measured by "
+                           "Nsight Compute and speed need a GPU")
+    calls = '''
 for h, w in ((33, 17), (1, 70), (70, 1)):
     mod.transpose(torch.rand(h, w, device='cuda'), torch.empty(w, h, device='cuda'), h, w)
-''')
+'''
+    with crash_explained(report, src, 'transpose_cuda_src', calls):
+        for seed, (h, w) in enumerate(((1000, 700), (1, 700), (700, 1), (33, 17), (4096, 4096))):
+            m = seeded(h, w, seed=seed)
+            got = run_fenced(f"transposing a {h}x{w} m", lambda m, out: mod.transpose(m, out, h, w), {'m': m}, (w, h))
+            compare(got, m.t(), f"transposing a {h}x{w} m")
+    report.ok("right on 1000x700, 1x700, 700x1, 33x17 and 4096x4096, nothing read or written outside the buffers")
+    sanitized_cell(report, src, 'transpose_cuda_src', calls)
+    measured_bank_conflicts(report, src, 'transpose_k', '''
+m, out = torch.rand(2048, 2048, device='cuda'), torch.empty(2048, 2048, device='cuda')
+mod.transpose(m, out, 2048, 2048)''')
+    def transpose(m):
+        out = torch.empty(m.shape[1], m.shape[0], device=m.device)
+        mod.transpose(m, out, m.shape[0], m.shape[1])
+        return out
     m = rand(8192, 8192, device='cuda')
     faster_than(report, transpose, lambda m: m.t().contiguous(), (m,), 1.25, "an 8192x8192 transpose",
                 "torch's m.t().contiguous()")
+
+
+# --------------------------------------------------------------------------------------------------
+# 06.3: banks, in the simulator
+# --------------------------------------------------------------------------------------------------
+
+NT_TH, NT_TW, NT_TK = 8, 32, 32                        # the launch of 06.3: 32 x 8 threads, k in steps of 32
+NT_SHARED = NT_TH * NT_TK + NT_TW * (NT_TK + 1)         # ms, then nt's tile with room for one float of padding per row
+NT_SHAPES = ((8, 32, 32), (7, 37, 33))                  # one whole block; then awkward h, k and w (two blocks, two phases)
+
+
+@exercise('06.3', 'shared-memory banks, with n given transposed',
+          hints=("Coalesced: let the 32 threads of a warp read 32 neighbours along one row of nt, and store them as a row of the shared tile. The dot product then reads that tile down a column, lane tc in row tc.",
+                 "Store row j of the tile at nts[j*NT_STRIDE + tc] for j in range(tr, TW, TH), and read nts[tc*NT_STRIDE + i]. With NT_STRIDE = 32 the 32 lanes' words are 32 apart, all in one bank; NT_STRIDE = TK + 1 = 33 puts them in 32 different banks."))
+def shared_memory_banks(ns, report):
+    kernel, = need(ns, 'matmul_nt_k')
+    barriers_in_place(report, kernel, 'matmul_nt_k')
+    threads = dim3(NT_TW, NT_TH)
+    for seed, (h, k, w) in enumerate(NT_SHAPES):
+        m, nt = seeded(h, k, seed=seed, device='cpu'), seeded(w, k, seed=seed + 100, device='cpu')
+        trace = Trace()
+        b = buffers(trace, m=m, nt=nt)
+        out = nan_buffer(trace, 'out', h * w)
+        what = f"matmul_nt_k on m {h}x{k} and nt {w}x{k}"
+        with running(what):
+            run_threaded_blocks(kernel, dim3(cdiv(w, NT_TW), cdiv(h, NT_TH)), threads, NT_SHARED, b['m'], b['nt'], out,
+                                h, w, k, trace=trace, seed=seed)
+        compare(as_tensor(out, h, w), m @ nt.T, f"m @ nt.T with m {h}x{k} and nt {w}x{k}")
+        loads = (1 + NT_TW // NT_TH) * cdiv(k, NT_TK)
+        at_most(trace, 'global', 'read', loads, f"sharing the loads of both tiles among the block's threads on {what}")
+        for name in ('m', 'nt'): uncoalesced('read', name, trace)
+        for kind in ('write', 'read'):
+            worst = worst_conflict(trace, threads, kind)
+            if worst is None:
+                raise NotYet(f"{what}: no thread {kind}s shared memory: stage the tiles of m and nt in `shared`")
+            if worst.conflict[0] > 1:
+                raise NotYet(f"{worst.sentence()}: words a multiple of 32 apart share a bank, so the warp's {kind} takes "
+                             f"{worst.conflict[0]} passes instead of one; pad each row of the tile to an odd number of "
+                             "floats (a row stride of TK + 1 = 33) so that a column spreads over all 32 banks")
+    report.ok("no race and no deadlock, with shuffled thread orders")
+    report.ok("m @ nt.T right on 8x32 @ (32x32).T and 7x37 @ (33x37).T, with 32 x 8 threads per block")
+    report.ok("each thread loads 1 value of m and 4 of nt per phase, and a warp's loads are 32 neighbours (coalesced)")
+    report.ok("every warp's shared reads and writes touch 32 different banks, or share a word (the bank model)")

@@ -1,35 +1,229 @@
-"""The exercises of notebook 08: Numba."""
-import math, re  # noqa: F401
+"""The exercises of notebook 08: Numba.
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+A Numba kernel is checked the same way on every machine first: in Numba's CUDA simulator, which runs its
+Python function with one Python thread per CUDA thread (on a GPU machine too: the simulator's launcher
+runs the kernel's `py_func` there instead of compiling it). Each global array it gets is traced, so a
+check sees which thread read or wrote which element: an access outside an array names the thread, and
+the traffic and coalescing rules of the Python-kernel exercises apply unchanged. Where the barriers stand
+is read from the kernel's source. On a GPU the kernel is then compiled by Numba and run for real:
+correctness on large and awkward shapes, and speed."""
+import ast, math, operator, re, sys, threading
+
+from ..checked_simulator import KernelFault, Trace, who
+from .watchdog import KernelTimeout
+from .gpu_kernels import GPU_SHAPES, SIMULATOR_SHAPES, check_matmul_on_gpu, numba_tools
+from .learner_code import LEARNER_FILES, function_tree, where
+from .parts import NotYet, at_most, barriers_in_place, compare, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import cdiv, problem, rand, uncoalesced
 
 
-@exercise('08.1', 'a Numba kernel with a compile-time tile width',
-          hints=("A Numba kernel's shared array must have a compile-time shape: build the kernel inside a function of tw, where tw is a constant.",
-                 'Decorate the factory with @functools.cache so each tw compiles once, and inside it use cuda.shared.array((tw, tw), numba.float32).'), runs_on_gpu=True)
-def numba_static_tile(ns, report):
-    factory, = need(ns, 'static_tile_kernel')
+# --------------------------------------------------------------------------------------------------
+# Numba kernels in the simulator, with every global access traced per thread
+# --------------------------------------------------------------------------------------------------
+
+def python_function(kernel, what):
+    "The Python function of a Numba kernel (what Numba compiles, and what the simulator runs)."
+    fn = getattr(kernel, 'py_func', None)
+    if not callable(fn):
+        raise NotYet(f"{what} is a {type(kernel).__name__}, not a Numba kernel: define it with @cuda.jit")
+    return fn
+
+
+def current_cuda_thread():
+    "((block x, y), (thread x, y)) of the simulated CUDA thread running now, or (None, None)."
+    t = threading.current_thread()
+    b, i = getattr(t, 'blockIdx', None), getattr(t, 'threadIdx', None)
+    return ((b.x, b.y), (i.x, i.y)) if b is not None and i is not None else (None, None)
+
+
+class TracedArray:
+    """A global array as a kernel in Numba's simulator sees it (m[r, c], m.shape), with every element it
+    reads or writes recorded against the CUDA thread that did it, in a checked_simulator.Trace (its counts
+    and addresses, flat indices). An access outside the array is recorded in `faults` as ((block, thread)
+    in launch order, the sentence naming it), and the kernel goes on (reading NaN), as on a GPU; the
+    launch then reports the first, so that the sentence does not depend on how the threads were scheduled."""
+    def __init__(self, name, array, trace, faults, base=None):
+        self.name, self.array, self.trace, self.faults = name, array, trace, faults
+        self.base = array if base is None else base
+        self.shape, self.ndim, self.size, self.dtype = array.shape, array.ndim, array.size, array.dtype
+
+    def __len__(self): return len(self.array)
+
+    def _view(self, index): return TracedArray(self.name, self.array[index], self.trace, self.faults, self.base)
+
+    def _locate(self, index, kind):
+        "The flat index (in the whole array) of element `index`, a TracedArray for a row or a slice, or None outside the array."
+        parts = index if isinstance(index, tuple) else (index,)
+        try: ints = [operator.index(i) for i in parts]
+        except TypeError:
+            if any(isinstance(i, slice) for i in parts): return self._view(index)
+            raise KernelFault(f"{self.name}[{', '.join(map(str, parts))}]: an index must be a whole number") from None
+        if len(ints) > self.ndim:
+            raise KernelFault(f"{self.name} has {self.ndim} dimension(s); it was indexed with {len(ints)}")
+        bad = next((i for i, size in zip(ints, self.shape) if not 0 <= i < size), None)
+        if bad is not None:
+            self.faults.append(self._outside(ints, bad, kind))
+            if len(ints) < self.ndim: raise KernelFault(self.faults[-1][1])
+            return None
+        if len(ints) < self.ndim: return self._view(tuple(ints))
+        offset = sum(i * s for i, s in zip(ints, self.array.strides))
+        start = self.array.__array_interface__['data'][0] - self.base.__array_interface__['data'][0]
+        return (start + offset) // self.array.itemsize
+
+    def _outside(self, ints, i, kind):
+        "(the thread's place in launch order, the sentence) for an access outside the array."
+        block, thread = current_cuda_thread()
+        frame = sys._getframe(3)
+        while frame is not None and frame.f_code.co_filename not in LEARNER_FILES: frame = frame.f_back
+        at = f" at {where(frame.f_code.co_filename, frame.f_lineno)}" if frame is not None else ''
+        sign = (" (a negative index, which Numba counts from the end as Python does: on a GPU no error, just the "
+                "wrong element)" if i < 0 else '')
+        order = (block[1], block[0], thread[1], thread[0]) if block and thread else ()
+        return order, (f"{who(block, thread)} {kind}s {self.name}[{', '.join(map(str, ints))}], outside {self.name} "
+                       f"(shape {' x '.join(map(str, self.shape))}){sign}{at}: a bound check is missing or wrong")
+
+    def _record(self, flat, kind):
+        key = current_cuda_thread()
+        counts = self.trace.counts[key]
+        counts[(self.name, kind)] += 1
+        counts[('global', kind)] += 1
+        self.trace.addresses[key].append(('global', kind, self.name, flat))
+
+    def __getitem__(self, index):
+        flat = self._locate(index, 'read')
+        if flat is None: return self.dtype.type(math.nan) if self.dtype.kind == 'f' else self.dtype.type(0)
+        if isinstance(flat, TracedArray): return flat
+        self._record(flat, 'read')
+        return self.base.reshape(-1)[flat]
+
+    def __setitem__(self, index, value):
+        flat = self._locate(index, 'write')
+        if flat is None: return
+        if isinstance(flat, TracedArray): raise KernelFault(f"{self.name}: write one element at a time")
+        self._record(flat, 'write')
+        self.base.reshape(-1)[flat] = value
+
+
+def simulate(kernel, what, grid, block, arrays, *scalars, shared_bytes=0):
+    """Launch a Numba kernel in Numba's CUDA simulator, on any machine, with `arrays` ({name: CPU tensor},
+    in the kernel's order, written in place) traced per thread, then `scalars`. Returns the Trace."""
+    numba_tools()       # notebook 08 first: where there is no GPU it switches Numba to its simulator before the import
+    from numba.cuda.simulator.args import ArgHint
+    from numba.cuda.simulator.kernel import BlockThread, FakeCUDAKernel
+
+    class Traced(ArgHint):
+        def to_device(self, retr, stream=0): return self.value      # handed to the kernel as it is
+
+    fn = python_function(kernel, what)
+    trace, faults = Trace(), []
+    args = [Traced(TracedArray(name, t.numpy(), trace, faults)) for name, t in arrays.items()]
+    launch = FakeCUDAKernel(fn, device=False)[grid, block, 0, shared_bytes]
+    try:
+        launch(*args, *scalars)
+    except Exception as e:
+        # The simulator stops the block's other threads but does not wait for them: wait, so that none is left running.
+        for t in threading.enumerate():
+            if isinstance(t, BlockThread): t.join(5)
+        if faults and not isinstance(e, KernelTimeout): raise KernelFault(min(faults)[1]) from None
+        # The simulator re-raises a thread's exception as type(e)('tid=[x, y, z] ctaid=[x, y, z]: message'); which
+        # thread raised first depends on the scheduling, so the sentence leaves it out (the line says where).
+        m = re.match(r'tid=\[\d+, \d+, \d+\] ctaid=\[\d+, \d+, \d+\](?:: )?(.*)', str(e), re.S)
+        if not m: raise
+        raise type(e)(m.group(1)).with_traceback(e.__traceback__) from None
+    if faults: raise KernelFault(min(faults)[1])
+    return trace
+
+
+def kernel_place(kernel):
+    "place(node): 'line N of the `#| exercise ...` cell: `code`' for a node of the kernel's syntax tree."
+    tree, first = function_tree(kernel)
+    code = python_function(kernel, 'the kernel').__code__
+    return tree, lambda node: where(code.co_filename, node.lineno + first - 1)
+
+
+def shared_arrays_static(kernel, what, size):
+    "Fail if a cuda.shared.array of the kernel has size 0 (dynamic): the launch gives it no memory."
+    tree, place = kernel_place(kernel)
+    if tree is None: return
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == 'array' and \
+                isinstance(node.func.value, ast.Attribute) and node.func.value.attr == 'shared':
+            shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == 'shape'), None)
+            if isinstance(shape, ast.Constant) and shape.value == 0:
+                raise NotYet(f"the shared array of {what} at {place(node)} is dynamic (size 0), and the launch gives it no "
+                             f"memory: {size} is a constant of the kernel, so give the array that compile-time shape")
+
+
+def label_of(kernel):
+    code = getattr(getattr(kernel, 'py_func', None), '__code__', None)
+    return LEARNER_FILES.get(code.co_filename, 'its cell') if code else 'its cell'
+
+
+# --------------------------------------------------------------------------------------------------
+# 08.1: B given transposed
+# --------------------------------------------------------------------------------------------------
+
+def nt_launcher(nb08, kernel, tw):
+    "matmul(m, nt) = m @ nt.T with the learner's kernel on the GPU, on tw x tw blocks."
+    import torch
+    def matmul(m, nt):
+        (h, k), w = m.shape, nt.shape[0]
+        out = torch.full((h, w), math.nan, device=m.device)
+        kernel[(cdiv(w, tw), cdiv(h, tw)), (tw, tw), nb08.numba_stream()](*(nb08.as_kernel_array(t) for t in (m, nt, out)))
+        return out
+    return matmul
+
+
+@exercise('08.1', 'B given transposed, with a compile-time tile width',
+          hints=("Keep the lesson's tiled kernel, and change only how the tile of nt is loaded: neighbouring threads in x "
+                 "(tc, tc + 1) should read neighbouring elements of nt, which lie along its rows (along k).",
+                 "Let thread (tr, tc) load nt[blockIdx.x*tw + tr, idx + tc] into ns[tc, tr] (the tile transposed as it is "
+                 "stored), so the products stay ms[tr, i] * ns[i, tc]; make ns (tw, tw + 1) to spread the stores over the "
+                 "banks, and decorate the factory with @functools.cache."), runs_on_gpu=True)
+def transposed_b(ns, report):
+    import torch
+    factory, = need(ns, 'nt_tile_kernel')
+    with running("nt_tile_kernel(4)"): kernel = factory(4)
+    what = "the kernel of nt_tile_kernel(4)"
+    python_function(kernel, "nt_tile_kernel(4)")
+    shared_arrays_static(kernel, what, "tw")
+    barriers_in_place(report, kernel, what)
+    for (h, k, w), tw in SIMULATOR_SHAPES:
+        m, nt = rand(h, k), rand(w, k)
+        out = torch.full((h, w), math.nan)
+        shape = f"m {h}x{k} @ nt.T (nt {w}x{k}), tw={tw}"
+        with running(f"nt_tile_kernel({tw}) on {shape} in Numba's simulator"):
+            trace = simulate(factory(tw), f"nt_tile_kernel({tw})", (cdiv(w, tw), cdiv(h, tw)), (tw, tw), dict(m=m, nt=nt, out=out))
+        compare(out, m @ nt.T, f"{shape}, in Numba's simulator")
+        at_most(trace, 'global', 'read', 2 * cdiv(k, tw), f"a tiled kernel (one value of m and one of nt per phase) on {shape}")
+        for name in ('nt', 'm'): uncoalesced('read', name, trace)
+    report.ok("right in Numba's simulator on 5x7 @ 7x3, 1x9 @ 9x5, 6x10 @ 10x1 (tw=4) and 9x13 @ 13x11 (tw=8), with B given as nt")
+    report.ok("each thread reads one value of m and one of nt per phase, and neighbouring threads read neighbouring elements of both")
+    with running("nt_tile_kernel(4), twice"): again = factory(4)
+    if again is not kernel:
+        raise NotYet("nt_tile_kernel(4) makes a new kernel on every call, and Numba compiles each one anew: cache the "
+                     "factory (@functools.cache) so each tile width is compiled once")
+    report.ok("nt_tile_kernel makes one kernel per tile width (cached)")
+    if not gpu_here():
+        return report.skip("compiling it for a GPU and running it there: correctness on large shapes, and its speed "
+                           "against notebook 08's matmul_numba_static (needs a GPU)")
     nb08 = numba_tools()
-    with running("static_tile_kernel(4)"): first, again = factory(4), factory(4)
-    if first is not again:
-        raise NotYet("static_tile_kernel(4) makes a new kernel on every call, and Numba compiles each one anew: "
-                     "cache the factory (functools.cache) so each tile width is compiled once")
-    report.ok("static_tile_kernel compiles each tile width once")
-    src = strip_comments(source_of(factory))
-    if 'shared.array(0' in src.replace(' ', ''):
-        raise NotYet("the shared arrays are dynamic (size 0): give them the compile-time shape (tw, tw)")
-    check_numba_matmul(nb08, lambda tw: numba_matmul(nb08, factory(tw), tw), report, "static_tile_kernel")
-    if nb08.SIMULATOR: return report.skip("speed (needs a GPU)")
+    for tw in (16, 32):
+        fn = nt_launcher(nb08, factory(tw), tw)
+        check_matmul_on_gpu(lambda m, n: fn(m, n.t().contiguous()), f"nt_tile_kernel({tw})",
+                            GPU_SHAPES if tw == 16 else GPU_SHAPES[1:])
+    report.ok("right on the GPU on the lecture's problem and awkward shapes, with tw = 16 and 32")
     from ..correctness import lecture_problem
     m, n, _ = lecture_problem('cuda')
-    faster_than(report, numba_matmul(nb08, factory(16), 16), nb08.matmul_numba_static, (m, n), 1.1,
-                "on the lecture's problem, tw=16", "notebook 08's matmul_numba_static")
+    nt = n.t().contiguous()
+    faster_than(report, nt_launcher(nb08, factory(16), 16), lambda m, nt: nb08.matmul_numba_static(m, n), (m, nt), 1.3,
+                "on the lecture's problem, tw=16", "notebook 08's matmul_numba_static on n itself")
 
+
+# --------------------------------------------------------------------------------------------------
+# 08.2: a matrix-vector product
+# --------------------------------------------------------------------------------------------------
 
 @exercise('08.2', 'a matrix-vector product in Numba',
           hints=("One thread per row: each block copies a chunk of v into a cuda.shared.array, then every thread adds its row's products with it.",
@@ -37,17 +231,27 @@ def numba_static_tile(ns, report):
 def numba_matvec(ns, report):
     import torch
     kernel, CHUNK = need(ns, 'matvec_numba_k', 'CHUNK')
-    nb08 = numba_tools()
-    shapes = ((5, 7), (1, 40), (40, 1), (70, 45)) if nb08.SIMULATOR else ((1000, 300), (1, 300), (1000, 1), (4096, 4096))
+    python_function(kernel, 'matvec_numba_k')
+    shared_arrays_static(kernel, 'matvec_numba_k', 'CHUNK')
+    barriers_in_place(report, kernel, 'matvec_numba_k')
+    shapes = ((5, 7), (1, 40), (40, 1), (70, 45))
     for h, k in shapes:
-        m, v = rand(h, k, device=nb08.DEVICE), rand(k, device=nb08.DEVICE)
-        out = torch.full((h,), math.nan, device=nb08.DEVICE)
+        m, v, out = rand(h, k), rand(k), torch.full((h,), math.nan)
+        with running(f"matvec_numba_k on m {h}x{k} in Numba's simulator"):
+            trace = simulate(kernel, 'matvec_numba_k', cdiv(h, CHUNK), CHUNK, dict(m=m, v=v, out=out))
+        compare(out, m @ v, f"m {h}x{k} @ v in Numba's simulator", atol=1e-3)
+        at_most(trace, 'v', 'read', cdiv(k, CHUNK), f"copying each chunk of v into shared memory once per block (each "
+                f"thread copies one value of each chunk) on m {h}x{k}")
+    report.ok(f"right in Numba's simulator on m {', '.join(f'{h}x{k}' for h, k in shapes)}")
+    report.ok("each thread reads one value of v per chunk from global memory: the block shares the chunk through shared memory")
+    if not gpu_here(): return report.skip("compiling it for a GPU and running it there, on large shapes (needs a GPU)")
+    nb08 = numba_tools()
+    gpu_shapes = ((1000, 300), (1, 300), (1000, 1), (4096, 4096))
+    for h, k in gpu_shapes:
+        m, v = rand(h, k, device='cuda'), rand(k, device='cuda')
+        out = torch.full((h,), math.nan, device='cuda')
         with running(f"matvec_numba_k on m {h}x{k}"):
             kernel[cdiv(h, CHUNK), CHUNK, nb08.numba_stream()](*(nb08.as_kernel_array(t) for t in (m, v, out)))
-        compare(out, m @ v, f"m {h}x{k} @ v" + (" in Numba's simulator" if nb08.SIMULATOR else ''), atol=1e-3)
-    report.ok(f"right on m {', '.join(f'{h}x{k}' for h, k in shapes)}" + (" in Numba's simulator" if nb08.SIMULATOR else ' on the GPU'))
-    src = strip_comments(source_of(kernel))
-    if 'shared.array' not in src: raise NotYet("keep each chunk of v in a cuda.shared.array of CHUNK values")
-    if src.count('syncthreads') < 2:
-        raise NotYet("two cuda.syncthreads() per chunk are needed: after filling the chunk, and after using it")
-    report.ok("v goes through shared memory, with a barrier after filling each chunk and after using it")
+            torch.cuda.synchronize()
+        compare(out, m @ v, f"m {h}x{k} @ v on the GPU", atol=1e-3)
+    report.ok(f"right on the GPU on m {', '.join(f'{h}x{k}' for h, k in gpu_shapes)}")

@@ -1,81 +1,437 @@
-"""The exercises of notebook 09: Numba's performance."""
-import math, re  # noqa: F401
+"""The exercises of notebook 09: Numba's performance.
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+09.1 is checked in three layers, each where it can run: the kernel's results in Numba's simulator (any
+machine); its source, read as a syntax tree (unsigned indices before any use, while loops); and the PTX
+Numba compiles for it, whose inner loop must cost no more instructions per multiply-add than notebook 09's
+lean kernel. Numba compiles PTX without a GPU, with its NVVM library: on a machine without a GPU, where
+this process runs Numba's simulator, the compiling happens in a child process with Numba's real CUDA
+target. Only the speed needs the GPU.
+
+09.2 checks how a timer measures, not only the number it returns: the function it times queues its work
+on a fake device that works in a background thread (as a GPU does), and every reading of the clock,
+call of the function and call of sync() is recorded in order."""
+import ast, contextlib, json, math, os, queue, re, statistics, subprocess, sys, threading
+
+from .gpu_kernels import SIMULATOR_SHAPES, check_matmul_on_gpu, numba_matmul, numba_tools
+from .learner_code import ROOT, Work
+from .lesson_08 import kernel_place, python_function, simulate
+from .parts import NotYet, barriers_in_place, compare, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import cdiv, problem, rand
+
+
+# --------------------------------------------------------------------------------------------------
+# 09.1: reading the kernel's source for signed indices and range loops
+# --------------------------------------------------------------------------------------------------
+
+INDEX_BUILTINS = ('threadIdx', 'blockIdx', 'blockDim', 'gridDim')
+
+
+def is_unsigned_type(obj):
+    "numba.uint32, numba.uint64, np.uint32, ...: a type whose values cannot be negative."
+    import numba, numpy as np
+    return (isinstance(obj, numba.types.Integer) and not obj.signed) or \
+        (isinstance(obj, type) and issubclass(obj, np.unsignedinteger))
+
+
+def resolve(node, names):
+    "What a name or a dotted name (numba.uint32) stands for in the kernel's namespace, or None."
+    if isinstance(node, ast.Name): return names.get(node.id)
+    if isinstance(node, ast.Attribute):
+        base = resolve(node.value, names)
+        return getattr(base, node.attr, None) if base is not None else None
+    return None
+
+
+def kernel_names(fn, fdef):
+    "The names a kernel sees: its module's, its closure's (a factory's constants) and its own aliases (U = numba.uint32)."
+    names = dict(fn.__globals__)
+    names.update({v: c.cell_contents for v, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()) if c.cell_contents is not None})
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = resolve(node.value, names)
+            if value is not None: names[node.targets[0].id] = value
+    return names
+
+
+def signed_index_problems(kernel):
+    """Sentences for what keeps a Numba kernel's indices signed, in the order of its lines: a thread or block
+    index, a size or a scalar argument used without an unsigned conversion, a counter started or advanced
+    with a plain integer; then each `for` loop."""
+    tree, place = kernel_place(kernel)
+    if tree is None: return []
+    fdef = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))
+    names = kernel_names(python_function(kernel, 'the kernel'), fdef)
+    parents = {child: node for node in ast.walk(fdef) for child in ast.iter_child_nodes(node)}
+
+    def unsigned_call(node):
+        return isinstance(node, ast.Call) and is_unsigned_type(resolve(node.func, names))
+
+    def converted(node):
+        while node in parents:
+            parent = parents[node]
+            if unsigned_call(parent) and node in parent.args: return True
+            if isinstance(parent, ast.stmt): return False
+            node = parent
+        return False
+
+    arrays = {n.value.id for n in ast.walk(fdef) if isinstance(n, (ast.Subscript, ast.Attribute)) and isinstance(n.value, ast.Name)
+              and (isinstance(n, ast.Subscript) or n.attr == 'shape')}
+    scalars = {a.arg for a in fdef.args.args} - arrays
+    rebound = {}            # scalar argument -> line where it is replaced by its unsigned conversion (tw = U(tw))
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Assign) and unsigned_call(node.value):
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in scalars: rebound.setdefault(t.id, node.lineno)
+    indexed = {n.id for s in ast.walk(fdef) if isinstance(s, ast.Subscript) for n in ast.walk(s.slice) if isinstance(n, ast.Name)}
+    why = "so every index computed from it gets Python's fix-up for negative values, on every access"
+
+    def plain_step(node):
+        "(counter, step) for `i += 1` or `i = i + 1`: a counter advanced by a plain integer; else None."
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and isinstance(node.value, ast.Constant):
+            name, step = node.target.id, node.value.value
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+                isinstance(node.value, ast.BinOp) and isinstance(node.value.left, ast.Name) and \
+                node.value.left.id == node.targets[0].id and isinstance(node.value.right, ast.Constant):
+            name, step = node.targets[0].id, node.value.right.value
+        else: return None
+        return (name, step) if type(step) is int else None
+
+    problems = []
+    for node in ast.walk(fdef):
+        raw = None
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr in INDEX_BUILTINS:
+            raw = f"{place(node)}: `{ast.unparse(node)}` is a signed 64-bit integer in Numba, {why}: convert it once, at the top, with numba.uint32(...)"
+        elif isinstance(node, ast.Attribute) and node.attr == 'shape':
+            raw = f"{place(node)}: `{ast.unparse(node)}` holds signed 64-bit integers in Numba, {why}: convert each size with numba.uint32(...)"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in scalars and \
+                node.lineno <= rebound.get(node.id, math.inf):
+            raw = (f"{place(node)}: the argument `{node.id}` is a signed 64-bit integer in Numba, {why}: convert it first, "
+                   f"`{node.id} = numba.uint32({node.id})`")
+        if raw and not converted(node): problems.append((node.lineno, node.col_offset, raw))
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and type(node.value.value) is int:
+            for t in node.targets:
+                if isinstance(t, ast.Name) and t.id in indexed:
+                    problems.append((node.lineno, node.col_offset,
+                                     f"{place(node)}: the counter `{t.id}` starts as a plain {node.value.value}, which Numba types "
+                                     f"as a signed 64-bit integer, and so is every index computed from it: start it as "
+                                     f"numba.uint32({node.value.value})"))
+        step = plain_step(node)
+        if step and step[0] in indexed:
+            problems.append((node.lineno, node.col_offset,
+                             f"{place(node)}: the counter `{step[0]}` is advanced by a plain {step[1]}, a signed 64-bit integer "
+                             f"in Numba, and an unsigned plus a signed integer is signed: the counter turns signed again. Add "
+                             f"numba.uint32({step[1]})"))
+    loops = [(n.lineno, n.col_offset, f"{place(n)} is still a `for` loop: Numba runs it with a range object that "
+              "checks and updates its own count on every pass. Write it as a while loop with an unsigned counter")
+             for n in ast.walk(fdef) if isinstance(n, ast.For)]
+    return [p for *_, p in sorted(problems)] + [p for *_, p in sorted(loops)]
+
+
+# --------------------------------------------------------------------------------------------------
+# 09.1: the PTX Numba compiles, with or without a GPU
+# --------------------------------------------------------------------------------------------------
+
+PTX_MARK = '@@course-ptx@@ '
+CPU_CC = (9, 0)          # the GPU architecture to compile for where there is no GPU to ask (an H100, as course.cuda_toolkit)
+
+
+def compile_kernels(ns, kernels, signature, cc):
+    """({label: PTX}, None) for kernels = {label: expression naming a Numba kernel (in the learner's
+    namespace `ns`, with numba and notebook 09 as nb09)}, each compiled by Numba for compute capability cc;
+    or (PTX so far, (label, the error in a line, whether Numba rejected the code)) at the first that does
+    not compile (an error of another kind is this machine's: a missing library or driver)."""
+    import numba
+    from numba import cuda
+    from ..notebook_import import import_notebook
+    env = dict(ns, numba=numba, nb09=import_notebook('09'))
+    sig = eval(signature, env)
+    ptx = {}
+    for label, expr in kernels.items():
+        try:
+            ptx[label] = cuda.compile_ptx(python_function(eval(expr, env), label), sig, cc=tuple(cc))[0]
+        except NotYet: raise
+        except Exception as e:
+            from numba.core.errors import NumbaError
+            return ptx, (label, numba_error_text(e), isinstance(e, NumbaError))
+    return ptx, None
+
+
+def numba_error_text(e):
+    "Numba's compile error in a line: its first line, and the types it could not handle (' >>> getitem(...)')."
+    lines = [l.strip() for l in str(e).strip().splitlines() if l.strip()]
+    text = f"{type(e).__name__}: " + ' '.join(lines[:1] + [l for l in lines[1:] if l.startswith('>>>')][:1])
+    if re.search(r'>>> getitem\(array\([^)]*\), float64\)', text):
+        text += (" (an index became a float64: Numba computes an unsigned and a signed 64-bit integer together in "
+                 "float64, so some integer in that index is signed, a plain 1 or 0, say: make it unsigned)")
+    return text
+
+
+def point_numba_at_nvvm():
+    """numba-cuda looks for NVRTC next to NVVM, and a CUDA toolkit installed without it (nvcc from pip can be)
+    makes that lookup fail. Numba needs NVRTC only to pick the GPU architecture, which NUMBA_FORCE_CUDA_CC
+    gives it: so give it the paths it finds for NVVM and libdevice, and none for NVRTC (numba-cuda 0.30)."""
+    from numba.cuda import cuda_paths as paths
+    try:
+        paths.get_cuda_paths()
+    except Exception:
+        paths.get_cuda_paths._cached_result = dict(
+            nvrtc=paths._env_path_tuple('missing', None), nvvm=paths._get_nvvm_path(), libdevice=paths._get_libdevice_path(),
+            cudalib_dir=paths._get_cudalib_dir(), static_cudalib_dir=paths._get_static_cudalib_dir(),
+            include_dir=paths._get_include_dir())
+
+
+def ptx_child():
+    "The child process of `ptx_elsewhere`: rebuild the learner's cells with Numba's real CUDA target, compile, print the PTX."
+    request = json.loads(sys.stdin.read())
+    try:
+        point_numba_at_nvvm()
+        import numba.cuda   # noqa: F401  (the real target, before the cells import notebook 08)
+    except Exception as e:
+        print(PTX_MARK + json.dumps(dict(ptx={}, error=['numba', f"{type(e).__name__}: {e}", False])), flush=True)
+        return
+    from numba.core import config
+    from .learner_code import run_cells
+    ns, _ = run_cells(Work.from_dict(request['work']))
+    os.environ['NUMBA_ENABLE_CUDASIM'] = '0'     # notebook 08 (imported by the cells) turns it on where there is no GPU
+    config.reload_config()
+    try: ptx, error = compile_kernels(ns, request['kernels'], request['signature'], request['cc'])
+    except NotYet as e: ptx, error = {}, ['learner', str(e), True]
+    print(PTX_MARK + json.dumps(dict(ptx=ptx, error=error)), flush=True)
+
+
+def ptx_elsewhere(work, kernels, signature):
+    """On a machine without a GPU (this process runs Numba's simulator): compile in a child process with
+    Numba's real CUDA target. Returns what compile_kernels returns, or (None, why) if that cannot run."""
+    env = {k: v for k, v in os.environ.items() if k != 'NUMBA_ENABLE_CUDASIM'}
+    env.update(NUMBA_FORCE_CUDA_CC='.'.join(map(str, CPU_CC)), PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get('PYTHONPATH')])))
+    request = dict(work=work.as_dict(), kernels=kernels, signature=signature, cc=CPU_CC)
+    try:
+        res = subprocess.run([sys.executable, '-c', 'from course.exercises.lesson_09 import ptx_child; ptx_child()'],
+                             input=json.dumps(request), capture_output=True, text=True, timeout=180, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        return None, "Numba's compiler took more than 3 minutes"
+    line = next((l for l in res.stdout.splitlines() if l.startswith(PTX_MARK)), None)
+    if line is None:
+        return None, f"the compiling process failed ({(res.stderr.strip().splitlines() or ['no message'])[-1][:200]})"
+    answer = json.loads(line[len(PTX_MARK):])
+    return answer['ptx'], answer['error']
+
+
+def lean_loop_ptx(report, ns, kernel_name):
+    """{'learner': PTX, 'reference': PTX} of the learner's kernel and notebook 09's uint32 while-loop kernel,
+    compiled by Numba for a GPU (this one, or an H100 where there is none); None where Numba cannot compile
+    here (said in the report). A kernel of the learner's that Numba cannot compile is a failure."""
+    from .isolation import progress
+    kernels = {'reference': "nb09.dynamic_numba_kernel(numba.uint32, while_loop=True)", 'learner': kernel_name}
+    signature = "(numba.float32[:, ::1], numba.float32[:, ::1], numba.float32[:, ::1], numba.int64)"
+    progress("compiling PTX with Numba")
+    if not numba_tools().SIMULATOR:
+        import torch
+        ptx, error = compile_kernels(ns, kernels, signature, torch.cuda.get_device_capability())
+        where = "for this GPU"
+    elif report.work is None or not report.work.cells:
+        report.skip("the PTX of the inner loop (its cells are needed to compile it for a GPU in a separate process)")
+        return None
+    else:
+        ptx, error = ptx_elsewhere(report.work, kernels, signature)
+        where = f"for sm_{CPU_CC[0]}{CPU_CC[1]} (an H100; no GPU needed)"
+    if error and error[0] == 'learner' and error[2]:
+        raise NotYet(f"Numba cannot compile {kernel_name} for the GPU: {error[1]}")
+    if ptx is None or error:
+        reason = error if ptx is None else error[1]
+        report.skip(f"the PTX of the inner loop: Numba cannot compile for a GPU on this machine ({reason})")
+        return None
+    return ptx, where
 
 
 @exercise('09.1', "a Numba kernel without Python's index fix-ups",
-          hints=("Numba treats indices as signed Python integers: every index gets a check for negative values. Unsigned indices need none.",
-                 "Convert threadIdx, blockIdx, the sizes and tw to numba.uint32 once at the top, and write both loops as while loops with uint32 counters."), runs_on_gpu=True)
+          hints=("Numba treats indices as signed Python integers: every index gets a check for negative values. Unsigned indices need none, and a while loop needs no range object.",
+                 "Convert threadIdx, blockIdx, the sizes and tw with numba.uint32(...) at the top (tw = U(tw)), and write both loops as while loops whose counters start at U(0) and advance by U(1) or tw."), runs_on_gpu=True)
 def numba_lean_loop(ns, report):
-    kernel, = need(ns, 'lean_dynamic_kernel')
-    nb08 = numba_tools()
-    check_numba_matmul(nb08, lambda tw: numba_matmul(nb08, kernel, tw, dynamic=True), report, "lean_dynamic_kernel")
-    if nb08.SIMULATOR:
-        import numba
-        src = strip_comments(source_of(kernel))
-        unsigned = [name for name in set(re.findall(r'[A-Za-z_]\w*', src)) if ns.get(name) in (numba.uint32, numba.uint64)]
-        if not (re.search(r'uint(32|64)', src) or unsigned):
-            raise NotYet("the indices are still signed: convert the thread and block indices, the sizes and tw to "
-                         "numba.uint32 (or uint64), so no negative-index fix-up is needed")
-        if 'while' not in src:
-            raise NotYet("the inner loop is still a `for i in range(...)`, which Numba compiles with extra checks: write it as a while loop")
-        report.ok("its source uses unsigned indices and a while loop")
-        return report.skip("the PTX of the inner loop and the speed (need a GPU)")
-    import numba
+    import torch
     from ..disassembly import loop_cost
-    from ..notebook_import import import_notebook
-    nb09 = import_notebook('09')
-    lean = dict(index=numba.uint32, while_loop=True)
-    best = nb09.dynamic_variant(**lean)
-    best(rand(8, 8, device='cuda'), rand(8, 8, device='cuda'))                  # compiles it
-    cost, target = loop_cost(nb09.ptx_of(kernel)), loop_cost(nb09.ptx_of(nb09.dynamic_numba_kernel(**lean)))
-    if cost is not None and cost > 1.25 * target:
-        raise NotYet(f"the inner loop costs {cost:.1f} PTX instructions per multiply-add; notebook 09's uint32 while-loop "
-                     f"kernel costs {target:.1f}: unsigned 32-bit indices and a while loop remove the fix-ups")
-    report.ok(f"the inner loop costs {cost:.1f} PTX instructions per multiply-add (notebook 09's lean kernel: {target:.1f})"
-              if cost else "the inner loop is unrolled")
+    kernel, = need(ns, 'lean_dynamic_kernel')
+    python_function(kernel, 'lean_dynamic_kernel')
+    barriers_in_place(report, kernel, 'lean_dynamic_kernel')
+    for (h, k, w), tw in SIMULATOR_SHAPES:
+        m, n, out = rand(h, k), rand(k, w), torch.full((h, w), math.nan)
+        with running(f"lean_dynamic_kernel on {problem(h, k, w, tw=tw)} in Numba's simulator"):
+            simulate(kernel, 'lean_dynamic_kernel', (cdiv(w, tw), cdiv(h, tw)), (tw, tw), dict(m=m, n=n, out=out), tw,
+                     shared_bytes=2 * tw * tw * 4)
+        compare(out, m @ n, f"{problem(h, k, w, tw=tw)}, in Numba's simulator")
+    report.ok("right in Numba's simulator on 5x7 @ 7x3, 1x9 @ 9x5, 6x10 @ 10x1 (tw=4) and 9x13 @ 13x11 (tw=8)")
+    problems = signed_index_problems(kernel)
+    if problems: raise NotYet(problems[0])
+    report.ok("its source converts the thread and block indices, the sizes and tw to unsigned before use, and its loops are while loops")
+    compiled = lean_loop_ptx(report, ns, 'lean_dynamic_kernel')
+    if compiled:
+        ptx, where = compiled
+        cost, target = loop_cost(ptx['learner']), loop_cost(ptx['reference'])
+        if 'fma.rn.f32' not in ptx['learner']:
+            f64 = re.search(r'\b(?:fma\.rn|add\.rn|add)\.f64\b', ptx['learner'])
+            raise NotYet(f"the PTX Numba compiles {where} has no float32 multiply-add (fma.rn.f32)" + (
+                ": its sums are float64. A plain 0.0 is a float64 in Numba, and so is everything added to it: start the "
+                "sum as numba.float32(0.0)" if f64 else ": add up the products as p += a * b, in float32"))
+        if cost is not None and cost > 1.25 * target:
+            raise NotYet(f"the inner loop Numba compiles {where} costs {cost:.1f} PTX instructions per multiply-add; notebook "
+                         f"09's uint32 while-loop kernel costs {target:.1f}: some index is still signed (a plain integer "
+                         "somewhere in it?), or the loop is still a range loop")
+        report.ok(f"the inner loop Numba compiles {where} costs {cost:.1f} PTX instructions per multiply-add (notebook 09's "
+                  f"lean kernel: {target:.1f})" if cost else f"the inner loop Numba compiles {where} is unrolled")
+    if not gpu_here(): return report.skip("running it on a GPU: correctness on large shapes, and its speed (needs a GPU)")
+    nb08 = numba_tools()
+    for tw in (16, 32):
+        check_matmul_on_gpu(numba_matmul(nb08, kernel, tw, dynamic=True), f"lean_dynamic_kernel, tw={tw}")
+    report.ok("right on the GPU on the lecture's problem and awkward shapes, with tw = 16 and 32")
+    import numba
     from ..correctness import lecture_problem
+    from ..notebook_import import import_notebook
+    best = import_notebook('09').dynamic_variant(index=numba.uint32, while_loop=True)
     m, n, _ = lecture_problem('cuda')
     faster_than(report, numba_matmul(nb08, kernel, 16, dynamic=True), best, (m, n), 1.1, "on the lecture's problem, tw=16",
                 "notebook 09's uint32 while-loop kernel")
 
 
+# --------------------------------------------------------------------------------------------------
+# 09.2: a timer, checked by how it measures
+# --------------------------------------------------------------------------------------------------
+
+class FakeGPU:
+    """A device whose work runs in the background, as a GPU's does: launch(ms) queues ms milliseconds of
+    work and returns at once; sync() returns once all queued work is done."""
+    def __init__(self):
+        self.queue = queue.Queue()
+        self.worker = threading.Thread(target=self._work, daemon=True, name='the check\'s fake GPU')
+        self.worker.start()
+
+    def _work(self):
+        import time
+        for ms in iter(self.queue.get, None):
+            time.sleep(ms / 1000)
+            self.queue.task_done()
+        self.queue.task_done()
+
+    def launch(self, ms): self.queue.put(ms)
+    def sync(self): self.queue.join()
+
+    def close(self):
+        self.queue.put(None)
+        self.worker.join()
+
+
+# Seconds per unit of each clock of the time module the check follows.
+CLOCKS = {'perf_counter': 1, 'perf_counter_ns': 1e-9, 'monotonic': 1, 'monotonic_ns': 1e-9, 'time': 1, 'time_ns': 1e-9}
+
+
+@contextlib.contextmanager
+def clock_readings(events):
+    "Record in events, as ('clock', seconds), each reading of a clock of the time module by this thread."
+    import time
+    me = threading.get_ident()
+    originals = {name: getattr(time, name) for name in CLOCKS}
+    def followed(clock, scale):
+        def read():
+            value = clock()
+            if threading.get_ident() == me: events.append(('clock', value * scale))
+            return value
+        return read
+    for name, clock in originals.items(): setattr(time, name, followed(clock, CLOCKS[name]))
+    try: yield
+    finally:
+        for name, clock in originals.items(): setattr(time, name, clock)
+
+
+def timed_intervals(events):
+    """([(ms between two readings of the clock, calls of fn between them, whether sync() came after the last
+    call)] for each pair of consecutive readings with a call between them, whether the first call of fn was
+    between two readings)."""
+    out, last, calls, synced = [], None, 0, False
+    first_call = next((i for i, (kind, _) in enumerate(events) if kind == 'fn'), None)
+    readings = [i for i, (kind, _) in enumerate(events) if kind == 'clock']
+    first_timed = first_call is not None and any(i < first_call for i in readings) and any(i > first_call for i in readings)
+    for kind, value in events:
+        if kind == 'clock':
+            if last is not None and calls: out.append(((value - last) * 1000, calls, synced))
+            last, calls, synced = value, 0, False
+        elif kind == 'fn': calls, synced = calls + 1, False
+        elif kind == 'sync': synced = True
+    return out, first_timed
+
+
+WORK_MS = (4, 3, 4, 5, 24)      # the fake GPU work of each call, in turn: median 4 ms, mean 8 ms, fastest 3 ms
+COMPILE_MS = 60                 # the first call's CPU time before it launches, as Numba's compiling
+
+
+def method_problem(events, t):
+    "The first thing wrong with how time_ms measured (from the events), or with the number it returned, or None."
+    intervals, first_timed = timed_intervals(events)
+    if not any(e[0] == 'clock' for e in events):
+        return "time_ms read no clock the check can follow: read the time with time.perf_counter() (called as that)"
+    if not intervals: return "time_ms never calls fn between two readings of the clock"
+    if first_timed:
+        return (f"time_ms times the first call of fn, which pays for compiling (here {COMPILE_MS} ms): call fn a few times "
+                "first (a warm-up), then sync(), and only then start timing")
+    batched = next((c for _, c, _ in intervals if c > 1), None)
+    if batched:
+        return (f"time_ms times {batched} calls of fn between two readings of the clock, which gives their mean, and one slow "
+                "call pulls a mean up: time each call on its own (read the clock, fn, sync(), read it again) and take the median")
+    unsynced = [ms for ms, _, synced in intervals if not synced]
+    if unsynced:
+        return (f"time_ms reads the clock after fn returns but before sync(): fn only queues its work, as a kernel launch "
+                f"does, so that measures the launch ({statistics.median(unsynced):.2f} ms), not the work (about "
+                f"{statistics.median(WORK_MS)} ms). Call sync() after fn, before reading the clock")
+    if len(intervals) < 5:
+        return (f"time_ms times fn {len(intervals)} time(s): one call is noise; time at least 5 calls (say 21) and take "
+                "their median")
+    if not isinstance(t, (int, float)) or isinstance(t, bool):
+        return f"time_ms returned {type(t).__name__}; return the milliseconds as a float"
+    times = sorted(ms for ms, _, _ in intervals)
+    low, high, median = statistics.median_low(times), statistics.median_high(times), statistics.median(times)
+    if 0.97 * low <= t <= 1.03 * high: return None
+    said = f"time_ms returned {t:.3g} for calls whose median was {median:.2f} ms"
+    if abs(t - statistics.mean(times)) < 0.05 * statistics.mean(times):
+        return f"{said}: that is their mean, which one slow call pulls up; return the median (statistics.median)"
+    if abs(t - times[0]) < 0.03 * times[0]: return f"{said}: that is the fastest call, not the median"
+    if abs(t * 1000 - median) < 0.03 * median: return f"{said}: that is seconds; return milliseconds"
+    return f"{said}: return the median of the timed calls, in milliseconds"
+
+
 @exercise('09.2', 'a timer you can trust',
-          hints=('The first call pays for compiling, and one slow call can pull a mean far off: warm up, then time many calls and take the median.',
-                 'Call fn a few times, synchronize, then for each of ~20 reps: t0 = time.perf_counter(); fn(*args); torch.cuda.synchronize(); record the time. Return statistics.median(times).'), runs_on_gpu=True)
+          hints=('The first call pays for compiling, a GPU call returns before its work is done, and one slow call pulls a mean far off: warm up, wait for the work, take the median.',
+                 'Call fn a few times and sync(); then for each of ~21 reps: t0 = time.perf_counter(); fn(*args); sync(); record (time.perf_counter() - t0) * 1000. Return statistics.median of those.'), runs_on_gpu=True)
 def trustworthy_timer(ns, report):
     import time
     time_ms, = need(ns, 'time_ms')
-    calls = []
-    def slow_first_call():
-        calls.append(1)
-        time.sleep(0.080 if len(calls) == 1 else 0.040 if len(calls) == 6 else 0.004)
-    with running("time_ms(fn)"): t = time_ms(slow_first_call)
-    if not isinstance(t, (int, float)): raise NotYet(f"time_ms returned {type(t).__name__}; return milliseconds as a float")
-    if len(calls) < 5:
-        raise NotYet(f"time_ms called the function {len(calls)} time(s): one call is noise; time several after a warm-up")
-    if t > 10:
-        raise NotYet(f"time_ms says {t:.1f} ms for a function that takes 4 ms a call, after an 80 ms first call (as a "
-                     "compile would) and one 40 ms hiccup: leave the first calls out (a warm-up) and take the median, not the mean")
-    if t < 3:
-        raise NotYet(f"time_ms says {t:.2f} ms for a function that takes 4 ms a call: is it divided by the right number of calls?")
-    report.ok(f"{t:.1f} ms for a 4 ms function with a slow first call and a hiccup: warm-up and median are right")
-    if not gpu_here(): return report.skip("timing GPU work (needs a GPU)")
+    token, calls, events = object(), [0], []
+    gpu = FakeGPU()
+
+    def fn(arg):
+        if arg is not token: raise NotYet("time_ms does not pass its *args on to fn: call fn(*args)")
+        calls[0] += 1
+        events.append(('fn', calls[0]))
+        if calls[0] == 1: time.sleep(COMPILE_MS / 1000)
+        gpu.launch(WORK_MS[(calls[0] - 1) % len(WORK_MS)])
+
+    def sync():
+        events.append(('sync', None))
+        gpu.sync()
+
+    try:
+        with running("time_ms(fn, arg, sync=sync)"), clock_readings(events): t = time_ms(fn, token, sync=sync)
+    finally:
+        gpu.close()
+    problem = method_problem(events, t)
+    if problem: raise NotYet(problem)
+    report.ok(f"{t:.2f} ms for work of about 4 ms a call, with a {COMPILE_MS} ms first call and a 24 ms call in every 5, "
+              "launched in the background: warm-up, sync() before each reading of the clock, and the median")
+    if not gpu_here(): return report.skip("timing GPU work against CUDA events (needs a GPU)")
     import torch
     from ..timing import cuda_time_ms
     m = rand(4096, 4096, device='cuda')
     true = cuda_time_ms(torch.mm, m, m)
-    with running("time_ms(torch.mm, m, m)"): t = time_ms(torch.mm, m, m)
-    if t < 0.5 * true:
-        raise NotYet(f"time_ms says {t:.3f} ms for a 4096x4096 matmul that takes {true:.3f} ms on the GPU: a launch "
-                     "returns before the GPU is done, so synchronize (torch.cuda.synchronize()) before reading the "
-                     "clock, or time with CUDA events")
-    if t > 2 * true:
-        raise NotYet(f"time_ms says {t:.3f} ms for a 4096x4096 matmul that takes {true:.3f} ms on the GPU: too slow to be one call")
+    with running("time_ms(torch.mm, m, m, sync=torch.cuda.synchronize)"):
+        t = time_ms(torch.mm, m, m, sync=torch.cuda.synchronize)
+    if not 0.5 * true <= t <= 2 * true:
+        raise NotYet(f"time_ms says {t:.3f} ms for a 4096x4096 matmul that takes {true:.3f} ms on the GPU (CUDA events)")
     report.ok(f"{t:.3f} ms for a 4096x4096 matmul on the GPU; CUDA events say {true:.3f} ms")

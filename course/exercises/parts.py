@@ -12,6 +12,10 @@ from .watchdog import KernelTimeout, Watchdog
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# How CUDA reports a kernel that faulted (as opposed to a launch refused with an error code).
+MEMORY_FAULT = (r'illegal memory access|misaligned address|unspecified launch failure|illegal instruction|'
+                r'operation not supported on global/shared address space|out of memory|CUDA_ERROR_ILLEGAL')
+
 # Seconds one call of the learner's Python code may run before it is stopped as a loop that never ends.
 PYTHON_BUDGET_S = 15
 
@@ -41,7 +45,7 @@ def running(what, budget_s=PYTHON_BUDGET_S):
     except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({e or 'NotImplementedError'})") from None
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
-        if re.search(r'CUDA error|cudaError|CUDA_ERROR', msg) or type(e).__name__ in ('AcceleratorError', 'CudaError'):
+        if re.search(MEMORY_FAULT, msg):
             from .isolation import in_child
             after = ("The check ran it in a separate process, so your notebook's GPU is unharmed" if in_child() else
                      "This process's CUDA context may be unusable now: restart the kernel before more GPU work")
@@ -254,4 +258,4 @@ def barriers_in_place(report, kernel, what):
 
 def strip_comments(src, language='python'):
     if language == 'python': return re.sub(r'#.*', '', src)
-    return re.sub(r'//.*|/\*.*?\*/', '', src, flags=re.S)
+    return re.sub(r'//[^\n]*|/\*.*?\*/', '', src, flags=re.S)
