@@ -52,7 +52,9 @@ class Trace:
         `where` and `more`: memory spaces ('global', 'shared') or global buffers by name ('m', 'n')."""
         if not self.counts: return 0, (None, None)
         total = lambda t: sum(self.counts[t][(w, kind)] for w in (where, *more))
-        key = max(self.counts, key=total)
+        # Among equals, the first thread in (block, thread) order: the same on every run, whichever started first.
+        order = lambda t: tuple((-1, -1) if part is None else tuple(part) for part in t)
+        key = max(sorted(self.counts, key=order), key=total)
         return total(key), key
 
     def maybe_yield(self):
@@ -281,7 +283,7 @@ def run_threaded_blocks(kernel, blocks, threads, shared_size, *args, trace, seed
             join_or_stop(pool, syncb)
             if faults:
                 # A barrier reached out of step says why the others then deadlocked or raced: report it first.
-                faults.sort(key=lambda f: 'out of step' not in str(f[1]))
+                faults.sort(key=lambda f: ('out of step' not in str(f[1]), f[0][1], f[0][0]))
                 tid, e = faults[0]
                 if isinstance(e, KernelFault): raise e
                 from .exercises.learner_code import learner_frames, where

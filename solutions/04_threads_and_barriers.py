@@ -1,11 +1,22 @@
 "Reference solutions of notebooks/exercises/04_threads_and_barriers.ipynb. Try the exercises first!"
-from utils import cdiv, import_notebook
-nb04 = import_notebook('04')
+from utils import cdiv
 
 
-# Exercise 04.1: the second barrier
-# The answer is notebook 04's kernel: a second syncb.wait() after the dot products, before the next phase refills the tiles.
-matmul_tiled_k = nb04.matmul_tiled_bk
+# Exercise 04.1: a fused bias + ReLU epilogue, with your own barriers
+def matmul_bias_relu_k(blockIdx, threadIdx, blockDim, shared, syncb, m, n, bias, out, h, w, k, tw):
+    tc, tr = threadIdx.x, threadIdx.y
+    r = blockIdx.y*blockDim.y + tr
+    c = blockIdx.x*blockDim.x + tc
+    ms, ns = shared[:tw*tw], shared[tw*tw:]
+    p = 0.
+    for ph in range(cdiv(k, tw)):
+        idx = ph * tw
+        ms[tr*tw + tc] = m[r*k + idx + tc] if r < h and idx + tc < k else 0.
+        ns[tr*tw + tc] = n[(idx + tr)*w + c] if c < w and idx + tr < k else 0.
+        syncb.wait()                          # every thread has stored its elements: the tiles are complete
+        for i in range(tw): p += ms[tr*tw + i] * ns[i*tw + tc]
+        syncb.wait()                          # every thread has read them: the next phase may overwrite them
+    if r < h and c < w: out[r*w + c] = max(p + bias[c], 0.)   # the epilogue: on the whole sum, still in a register
 
 
 # Exercise 04.2: rectangular tiles with threads and barriers

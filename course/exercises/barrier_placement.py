@@ -46,16 +46,22 @@ def thread_varying_names(fn):
     return varying
 
 
-def shared_names(fn):
-    "Names of the shared arrays in a kernel: the `shared` argument, its slices, and cuda.shared.array(...)s."
-    names = {a.arg for a in fn.args.args if a.arg == 'shared'}
+def array_names(fn, space='shared'):
+    """Names of the kernel's cuda.<space>.array(...)s (space 'shared' or 'local'), of other names for them and of
+    their slices, and for 'shared', of the simulator kernels' `shared` argument; not of values read from them."""
+    def made(value, names):
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == 'array':
+            return isinstance(value.func.value, ast.Attribute) and value.func.value.attr == space
+        if isinstance(value, ast.Name): return value.id in names                      # another name for the array
+        return (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in names
+                and isinstance(value.slice, ast.Slice))
+    names = {a.arg for a in fn.args.args if a.arg == 'shared'} if space == 'shared' else set()
     for node in ast.walk(fn):
-        if isinstance(node, ast.Assign):
-            value_names = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-            value_attrs = {n.attr for n in ast.walk(node.value) if isinstance(n, ast.Attribute)}
-            if value_names & names or 'shared' in value_attrs or 'shared' in value_names:
-                for t in node.targets:
-                    names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if not isinstance(node, ast.Assign): continue
+        for target in node.targets:
+            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
+                     and len(target.elts) == len(node.value.elts) else [(target, node.value)])
+            names |= {t.id for t, v in pairs if isinstance(t, ast.Name) and made(v, names)}
     return names
 
 
@@ -99,7 +105,7 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
             problems.append(f"the `return` at {line(r)} comes before the barrier at {line(later[0])}: the "
                             "threads that return early never reach it. Guard the loads and stores instead of returning")
             break
-    shared = shared_names(fn)
+    shared = array_names(fn, 'shared')
     for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
         problems += loop_order_problems(loop, shared, line)
         if problems: break

@@ -10,34 +10,6 @@ from .simulated import *  # noqa: F401,F403
 
 
 # --------------------------------------------------------------------------------------------------
-# Wrong values, explained: which mistake gives exactly the values a kernel returned (also for notebook 10)
-# --------------------------------------------------------------------------------------------------
-
-def compare_or_explain(got, expected, what, mistakes):
-    """compare(got, expected, what); where got is wrong and one of the known mistakes gives exactly its values,
-    the sentence names that mistake. `mistakes()` yields (values, what the kernel does wrong and how to fix it)."""
-    import torch
-    try:
-        compare(got, expected, what)
-    except NotYet as wrong:
-        if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(expected.shape):
-            for values, why in mistakes():
-                if torch.allclose(got.double(), values.double(), atol=1e-4, rtol=1e-4):
-                    raise NotYet(f"{wrong}: these are the values of a kernel that {why}") from None
-        raise
-
-
-def products_in_order(m, n, tile):
-    """The products a tiled kernel adds to each sum, in its order, as (h x w float64 tensor, phase), one per
-    k of each tile (tile by tile, with the zero padding past k as products of 0)."""
-    import torch
-    m, n = m.double(), n.double()
-    h, k, w = m.shape[0], m.shape[1], n.shape[1]
-    for i in range(cdiv(k, tile) * tile):
-        yield (m[:, i:i + 1] * n[i:i + 1] if i < k else torch.zeros(h, w, dtype=torch.float64)), i // tile
-
-
-# --------------------------------------------------------------------------------------------------
 # 04.1: a fused bias + ReLU epilogue, with the barriers placed by the learner
 # --------------------------------------------------------------------------------------------------
 
@@ -110,8 +82,9 @@ def run_bias_relu_kernel(kernel, h, k, w, tw, seed):
 @exercise('04.1', 'a fused bias + ReLU epilogue, with your own barriers',
           hints=("Two barriers per phase, as in notebook 04: one between storing the tiles and reading them, one between "
                  "reading them and the next phase overwriting them. The bias and the ReLU belong after the loop, when p is the whole sum.",
-                 "In the loop: the two loads, syncb.wait(), the tw products, syncb.wait(). After the loop, inside the "
-                 "`if r < h and c < w:`, store max(p + bias[c], 0.)."))
+                 "syncb.wait() stands twice in the loop body, outside any `if`: between the loads and the products, and "
+                 "after the products. The epilogue is the guarded store after the loop: the ReLU (max with 0.) of p plus "
+                 "the bias of column c."))
 def fused_bias_relu(ns, report):
     import torch
     kernel, = need(ns, 'matmul_bias_relu_k')
@@ -162,12 +135,14 @@ def tiles_loaded_once(trace, th, tw, tk, phases, what):
 
 def overlapping_loads(sentence, th, tw, tk):
     "The race a tile element stored by two threads in one phase is, said as what it is here: overlapping loads."
-    hit = re.search(r"(thread \(x=\d+, y=\d+\) of block \(x=\d+, y=\d+\)) and (thread \(x=\d+, y=\d+\)) both write "
+    hit = re.search(r"thread \(x=(\d+), y=(\d+)\) of block \(x=(\d+), y=(\d+)\) and thread \(x=(\d+), y=(\d+)\) both write "
                     r"shared\[(\d+)\]", sentence)
     if not hit: return sentence
-    first, second, i = hit.group(1), hit.group(2), int(hit.group(3))
-    return (f"{sentence.split(': a barrier is missing')[0]}: {first} and {second} both load {tile_element(i, th, tw, tk)} "
-            f"in the same phase, so the loads overlap and some other element is left out. {LOAD_SHARE}")
+    x1, y1, bx, by, x2, y2, i = map(int, hit.groups())
+    (x1, y1), (x2, y2) = sorted([(x1, y1), (x2, y2)], key=lambda t: (t[1], t[0]))   # the same sentence whichever wrote first
+    return (f"{sentence.split(': a barrier is missing')[0]}: threads (x={x1}, y={y1}) and (x={x2}, y={y2}) of block "
+            f"(x={bx}, y={by}) both load {tile_element(i, th, tw, tk)} in the same phase, so the loads overlap and some other "
+            f"element is left out. {LOAD_SHARE}")
 
 
 @exercise('04.2', 'rectangular tiles with threads and barriers',

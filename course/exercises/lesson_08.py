@@ -8,14 +8,15 @@ the traffic and coalescing rules of the Python-kernel exercises apply unchanged.
 is read from the kernel's source. On a GPU the kernel is then compiled by Numba and run for real:
 correctness on large and awkward shapes, and speed."""
 import ast, math, operator, re, sys, threading
+from collections import Counter, defaultdict
 
 from ..checked_simulator import KernelFault, Trace, who
-from .watchdog import KernelTimeout
 from .gpu_kernels import GPU_SHAPES, SIMULATOR_SHAPES, check_matmul_on_gpu, numba_tools
 from .learner_code import LEARNER_FILES, function_tree, where
 from .parts import NotYet, at_most, barriers_in_place, compare, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import cdiv, problem, rand, uncoalesced
+from .simulated import cdiv, rand, uncoalesced
+from .watchdog import KernelTimeout
 
 
 # --------------------------------------------------------------------------------------------------
@@ -26,7 +27,8 @@ def python_function(kernel, what):
     "The Python function of a Numba kernel (what Numba compiles, and what the simulator runs)."
     fn = getattr(kernel, 'py_func', None)
     if not callable(fn):
-        raise NotYet(f"{what} is a {type(kernel).__name__}, not a Numba kernel: define it with @cuda.jit")
+        got = 'None' if kernel is None else f"a {type(kernel).__name__}"
+        raise NotYet(f"{what} is {got}, not a Numba kernel (a function decorated with @cuda.jit)")
     return fn
 
 
@@ -132,6 +134,10 @@ def simulate(kernel, what, grid, block, arrays, *scalars, shared_bytes=0):
         if not m: raise
         raise type(e)(m.group(1)).with_traceback(e.__traceback__) from None
     if faults: raise KernelFault(min(faults)[1])
+    # The threads in launch order (not in the order they happened to run), so that a tie names the same thread every time.
+    launch_order = lambda item: (item[0][0][1], item[0][0][0], item[0][1][1], item[0][1][0])
+    trace.counts = defaultdict(Counter, sorted(trace.counts.items(), key=launch_order))
+    trace.addresses = defaultdict(list, sorted(trace.addresses.items(), key=launch_order))
     return trace
 
 
@@ -155,11 +161,6 @@ def shared_arrays_static(kernel, what, size):
                              f"memory: {size} is a constant of the kernel, so give the array that compile-time shape")
 
 
-def label_of(kernel):
-    code = getattr(getattr(kernel, 'py_func', None), '__code__', None)
-    return LEARNER_FILES.get(code.co_filename, 'its cell') if code else 'its cell'
-
-
 # --------------------------------------------------------------------------------------------------
 # 08.1: B given transposed
 # --------------------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def nt_launcher(nb08, kernel, tw):
     "matmul(m, nt) = m @ nt.T with the learner's kernel on the GPU, on tw x tw blocks."
     import torch
     def matmul(m, nt):
-        (h, k), w = m.shape, nt.shape[0]
+        h, w = m.shape[0], nt.shape[0]
         out = torch.full((h, w), math.nan, device=m.device)
         kernel[(cdiv(w, tw), cdiv(h, tw)), (tw, tw), nb08.numba_stream()](*(nb08.as_kernel_array(t) for t in (m, nt, out)))
         return out

@@ -3,10 +3,9 @@ import ast, contextlib, math, re, sys, threading  # noqa: F401
 from collections import Counter, defaultdict
 
 from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .barrier_placement import is_barrier
+from .barrier_placement import array_names, is_barrier
 from .gpu_kernels import *  # noqa: F401,F403
 from .learner_code import function_tree, where
-from .lesson_04 import compare_or_explain, products_in_order
 from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
                     machine_code, need, running, sanitized, source_of, strip_comments)
 from .registry import exercise
@@ -14,7 +13,7 @@ from .simulated import *  # noqa: F401,F403
 
 
 # --------------------------------------------------------------------------------------------------
-# Sums kept wrongly, for 10.1 and 10.3
+# For 10.1 and 10.3: sums kept wrongly, the busiest thread, the inputs a run drew
 # --------------------------------------------------------------------------------------------------
 
 def accumulation_mistakes(m, n, bk):
@@ -30,6 +29,13 @@ def accumulation_mistakes(m, n, bk):
                  ": `acc[...] = ...` replaces the sum where it should add to it (`+=`)")
 
 
+def busiest(counts):
+    "(count, (block, thread)) of the thread with the largest count, the first thread in order among equals."
+    if not counts: return 0, (None, None)
+    key, most = max(sorted(counts.items()), key=lambda kv: kv[1])
+    return most, key
+
+
 def seeded(seed, draw, run):
     """run(), with torch's CPU generator seeded so that draw() gives the inputs run() drew; torch's generator is left
     as it was. Returns (what run returned, what draw returned)."""
@@ -42,6 +48,13 @@ def seeded(seed, draw, run):
 
 
 # --------------------------------------------------------------------------------------------------
+# Shared arrays and barriers, read from a kernel's source, for 10.1 and 10.3
+# --------------------------------------------------------------------------------------------------
+
+def names_in(node): return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+# --------------------------------------------------------------------------------------------------
 # 10.1: a register tile in the thread simulator
 # --------------------------------------------------------------------------------------------------
 
@@ -50,7 +63,7 @@ def seeded(seed, draw, run):
                  'for kk in range(BK): b = Bs[kk*BN + tc]; then for t in range(TM): acc[t] += As[(tr*TM + t)*BK + kk] * b.'))
 def register_tile_1d(ns, report):
     kernel, = need(ns, 'regtile_1d_k')
-    barriers_placed(report, kernel, 'regtile_1d_k')
+    barriers_in_place(report, kernel, 'regtile_1d_k')
     TM, BK = 4, 4
     threads = dim3(4, 2)                  # BN = 4 columns, BM = 2 * TM = 8 rows of outputs per block
     BM, BN = threads.y * TM, threads.x
@@ -230,48 +243,6 @@ def kernel_syntax(kernel, what):
     return fn, lambda node: where(code.co_filename, node.lineno + first - 1)
 
 
-def names_in(node): return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-
-
-def array_names(fn, space):
-    """Names of the kernel's cuda.<space>.array(...)s (space 'shared' or 'local'), of slices of them, and for
-    'shared', of the simulator kernels' `shared` argument and its slices."""
-    def made(value, names):
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == 'array':
-            return isinstance(value.func.value, ast.Attribute) and value.func.value.attr == space
-        return (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id in names
-                and isinstance(value.slice, ast.Slice))
-    names = {a.arg for a in fn.args.args if a.arg == 'shared'} if space == 'shared' else set()
-    for node in ast.walk(fn):
-        if not isinstance(node, ast.Assign): continue
-        for target in node.targets:
-            pairs = (zip(target.elts, node.value.elts) if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple)
-                     and len(target.elts) == len(node.value.elts) else [(target, node.value)])
-            names |= {t.id for t, v in pairs if isinstance(t, ast.Name) and made(v, names)}
-    return names
-
-
-@contextlib.contextmanager
-def shared_arrays_taken_as(names):
-    """barrier_placement.shared_names also counts as shared the names filled from shared memory (`a[i] = As[k, i]`
-    makes `a` and `i` shared, `b = Bs[k]` makes `b` shared), which puts a register tile's reads among its fills and
-    reads of shared memory. While this lasts, it answers with the kernel's own shared arrays (`names`)."""
-    from . import barrier_placement
-    original = barrier_placement.shared_names
-    barrier_placement.shared_names = lambda fn: set(names)
-    try: yield
-    finally: barrier_placement.shared_names = original
-
-
-def barriers_placed(report, kernel, what):
-    "barriers_in_place, with the kernel's shared arrays told apart from the registers filled from them."
-    tree, _ = function_tree(kernel)
-    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None) if tree else None
-    if fn is None: return barriers_in_place(report, kernel, what)
-    with shared_arrays_taken_as(array_names(fn, 'shared')):
-        barriers_in_place(report, kernel, what)
-
-
 RUNTIME_ATTRIBUTES = {'threadIdx', 'blockIdx', 'blockDim', 'gridDim', 'grid', 'gridsize', 'laneid', 'shape', 'size'}
 
 
@@ -291,9 +262,9 @@ class ConstantIndices:
                     elif isinstance(target, ast.Tuple):
                         values = node.value.elts if isinstance(node.value, ast.Tuple) and len(node.value.elts) == len(target.elts) else None
                         for i, t in enumerate(target.elts):
-                            for name in names_in(t): self.binds[name].append((node, values[i] if values else None))
-            elif isinstance(node, ast.AugAssign):
-                for name in names_in(node.target): self.binds[name].append((node, node.value))
+                            if isinstance(t, ast.Name): self.binds[t.id].append((node, values[i] if values else None))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                self.binds[node.target.id].append((node, node.value))
             elif isinstance(node, ast.For):
                 for name in names_in(node.target): self.binds[name].append((node, node))
 
@@ -305,7 +276,7 @@ class ConstantIndices:
             node = self.parent[node]
             if isinstance(node, ast.For) and name in names_in(node.target): return self.constant_value(node, node, seen | {name})
         if name in self.arguments: return False
-        return all(self.constant_value(value, where, seen | {name}) for where, value in self.binds.get(name, []))
+        return all(self.constant_value(value, node, seen | {name}) for node, value in self.binds.get(name, []))
 
     def constant_value(self, value, at, seen):
         "Whether an expression (or a For loop's variable) given at `at` is a compile-time constant."
@@ -358,18 +329,6 @@ def register_tile_problems(fn, place):
                     "multiply-adds, so each value is read again for every multiply-add it takes part in: read the TM values "
                     "of A and the TN values of B for this k into registers (a and b) first, then acc[i, j] += a[i] * b[j]"]
     return []
-
-
-@contextlib.contextmanager
-def shared_arrays_taken_as(names):
-    """barrier_placement.shared_names also counts as shared the arrays and names filled from shared memory (`a[i] =
-    As[k, i]` makes `a` and `i` shared), which puts a register tile's reads between its barriers' fills and reads.
-    While this lasts, it answers with the kernel's own shared arrays (`names`)."""
-    from . import barrier_placement
-    original = barrier_placement.shared_names
-    barrier_placement.shared_names = lambda fn: set(names)
-    try: yield
-    finally: barrier_placement.shared_names = original
 
 
 SHARED_READS = Counter()
@@ -446,7 +405,7 @@ def check_in_simulator(factory, report):
                                lambda: accumulation_mistakes(m, n, BK))
             fmas = cdiv(k, BK) * BK * TM * TN
             limit = cdiv(k, BK) * BK * (TM + TN)
-            (block, thread), most = max(reads.items(), key=lambda kv: kv[1]) if reads else ((None, None), 0)
+            most, (block, thread) = busiest(reads)
             if most > limit:
                 raise NotYet(f"on {what}, thread (x={thread[0]}, y={thread[1]}) of block (x={block[0]}, y={block[1]}) reads "
                              f"{most} shared values for its {fmas} multiply-adds; with the TM values of A and the TN values "
@@ -467,7 +426,7 @@ def check_on_gpu(nb08, factory, report):
     "Correctness on the GPU (with a band around the output that must stay untouched), no local memory, speed."
     import torch
     for tile in NUMBA_GPU_TILES:
-        kernel = factory(*tile)
+        with running(f"regtile_numba_kernel({', '.join(map(str, tile))})"): kernel = factory(*tile)
         for h, k, w in GPU_SHAPES:
             what = f"{problem(h, k, w)}, {tile_text(tile)}, on the GPU"
             m, n = rand(h, k, device='cuda'), rand(k, w, device='cuda')
@@ -483,9 +442,10 @@ def check_on_gpu(nb08, factory, report):
     report.ok("right on the GPU on the lecture's problem and awkward shapes, with " +
               ' and with '.join(tile_text(t) for t in NUMBA_GPU_TILES) + "; nothing written outside the output")
     tile = NUMBA_GPU_TILES[0]
+    kernel = factory(*tile)
     def regtile(a, b):
         out = torch.empty(a.shape[0], b.shape[1], device=a.device)
-        launch_on_gpu(nb08, factory(*tile), tile, a, b, out)
+        launch_on_gpu(nb08, kernel, tile, a, b, out)
         return out
     regtile(rand(8, 8, device='cuda'), rand(8, 8, device='cuda'))      # compiles it for contiguous arrays too
     from ..notebook_import import import_notebook
@@ -519,7 +479,7 @@ def numba_register_tile(ns, report):
     else:
         problems = register_tile_problems(fn, place)
         if problems: raise NotYet(problems[0])
-        barriers_placed(report, kernel, 'the kernel of regtile_numba_kernel')
+        barriers_in_place(report, kernel, 'the kernel of regtile_numba_kernel')
         report.ok("the register arrays are indexed only by constants and unrolled loop variables; the sums start at 0; "
                   "no shared read in the innermost loop of the multiply-adds")
     check_in_simulator(factory, report)

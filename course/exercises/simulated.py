@@ -3,7 +3,7 @@ wrote, running a matmul kernel in the checking simulator, and the coalescing rul
 import math
 
 from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, traced_run_threads   # noqa: F401
-from .parts import NotYet, running
+from .parts import NotYet, compare, running
 
 
 def cdiv(a, b): return (a + b - 1) // b
@@ -67,3 +67,29 @@ def uncoalesced(kind, name, trace):
                          f"{name}[{i}] and {name}[{j}]: neighbouring threads should {verb} neighbouring elements, so that "
                          "a warp's accesses coalesce into few memory transactions; go through the shared tile, reading it "
                          "transposed")
+
+
+# Wrong values, explained: which mistake gives exactly the values a kernel returned
+
+def compare_or_explain(got, expected, what, mistakes):
+    """compare(got, expected, what); where got is wrong and one of the known mistakes gives exactly its values,
+    the sentence names that mistake. `mistakes()` yields (values, what the kernel does wrong and how to fix it)."""
+    import torch
+    try:
+        compare(got, expected, what)
+    except NotYet as wrong:
+        if isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(expected.shape):
+            for values, why in mistakes():
+                if torch.allclose(got.double(), values.double(), atol=1e-4, rtol=1e-4):
+                    raise NotYet(f"{wrong}: these are the values of a kernel that {why}") from None
+        raise
+
+
+def products_in_order(m, n, tile):
+    """The products a tiled kernel adds to each sum, in its order, as (h x w float64 tensor, phase), one per
+    k of each tile (tile by tile, with the zero padding past k as products of 0)."""
+    import torch
+    m, n = m.double(), n.double()
+    h, k, w = m.shape[0], m.shape[1], n.shape[1]
+    for i in range(cdiv(k, tile) * tile):
+        yield (m[:, i:i + 1] * n[i:i + 1] if i < k else torch.zeros(h, w, dtype=torch.float64)), i // tile

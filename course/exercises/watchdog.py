@@ -39,11 +39,11 @@ def enclosing_loop(filename, lineno):
     src = ''.join(linecache.getlines(filename))
     try: tree = ast.parse(src)
     except SyntaxError: return None
-    best = None
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.For, ast.While)) and node.lineno <= lineno <= (node.end_lineno or node.lineno):
-            if best is None or node.lineno > best.lineno: best = node
-    if best is None: return None
+    loops = [n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))
+             and n.lineno <= lineno <= (n.end_lineno or n.lineno)]
+    if not loops: return None
+    whiles = [l for l in loops if isinstance(l, ast.While)]     # a `for ... in range` ends; a while loop may not
+    best = max(whiles or loops, key=lambda l: l.lineno)
     return best.lineno, linecache.getline(filename, best.lineno).strip()
 
 
@@ -106,7 +106,7 @@ class Watchdog:
             return f"{self.what} was still running after {self.seconds:.0f} s and was stopped"
         # A thread that is running (not waiting at a barrier) is the one to name.
         running = [i for i, (_, waiting) in stuck.items() if not waiting] or list(stuck)
-        ident = running[0]
+        ident = min(running, key=lambda i: thread_name(threads.get(i)))     # the same thread named on every run
         f = stuck[ident][0]
         who = thread_name(threads.get(ident))
         filename, line = f.f_code.co_filename, f.f_lineno
