@@ -1,12 +1,10 @@
 """The exercises of notebook 04: one Python thread per CUDA thread, and barriers."""
-import math, re  # noqa: F401
+import re
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
-from .gpu_kernels import *  # noqa: F401,F403
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+from ..checked_simulator import Trace, buffers, dim3, run_threaded_blocks
+from .parts import NotYet, at_most, barriers_in_place, compare, need, running
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import as_tensor, cdiv, compare_or_explain, nan_buffer, problem, products_in_order, run_matmul_kernel
 
 
 # --------------------------------------------------------------------------------------------------
@@ -86,7 +84,6 @@ def run_bias_relu_kernel(kernel, h, k, w, tw, seed):
                  "after the products. The epilogue is the guarded store after the loop: the ReLU (max with 0.) of p plus "
                  "the bias of column c."))
 def fused_bias_relu(ns, report):
-    import torch
     kernel, = need(ns, 'matmul_bias_relu_k')
     barriers_in_place(report, kernel, 'matmul_bias_relu_k')
     tw = 4

@@ -1,15 +1,14 @@
 """The exercises of notebook 10: register tiling, in the thread simulator, in CUDA C and in Numba."""
-import ast, contextlib, math, re, sys, threading  # noqa: F401
+import ast, contextlib, math, re, sys, threading
 from collections import Counter, defaultdict
 
-from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, run_grid, run_threaded_blocks  # noqa: F401
+from ..checked_simulator import dim3, run_threaded_blocks
 from .barrier_placement import array_names, is_barrier
-from .gpu_kernels import *  # noqa: F401,F403
 from .learner_code import function_tree, where
-from .parts import (NotYet, at_most, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here,  # noqa: F401
-                    machine_code, need, running, sanitized, source_of, strip_comments)
+from .gpu_kernels import GPU_SHAPES, SMALL_MATMUL_CALLS, check_matmul_on_gpu, matmul_via, numba_tools, require_machine_code
+from .parts import NotYet, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here, need, running, sanitized
 from .registry import exercise
-from .simulated import *  # noqa: F401,F403
+from .simulated import cdiv, compare_or_explain, problem, products_in_order, rand, run_matmul_kernel
 
 
 # --------------------------------------------------------------------------------------------------
