@@ -1,14 +1,33 @@
 "Reference solutions of notebooks/exercises/08_numba.ipynb. Try the exercises first!"
+import functools
 from utils import import_notebook
 nb08 = import_notebook('08')       # before numba: switches to the simulator where there is no GPU
-import numba, numpy as np
+import numba
 from numba import cuda
 
 
-# Exercise 08.1: a Numba kernel with a compile-time tile width
-# The answer is notebook 08's factory, static_numba_kernel: a cached function that makes one kernel per tile width.
-def static_tile_kernel(tw):
-    return nb08.static_numba_kernel(tw)
+# Exercise 08.1: B given transposed, with a compile-time tile width
+@functools.cache                                    # one kernel per tile width: Numba compiles each once
+def nt_tile_kernel(tw):
+    "A kernel (m, nt, out) for tw x tw blocks: out = m @ nt.T, nt of shape (w, k), tw a compile-time constant."
+    @cuda.jit
+    def kernel(m, nt, out):
+        tr, tc = cuda.threadIdx.y, cuda.threadIdx.x
+        r, c = cuda.blockIdx.y*tw + tr, cuda.blockIdx.x*tw + tc
+        h, k = m.shape
+        w = nt.shape[0]
+        row = cuda.blockIdx.x*tw + tr                     # the row of nt (a column of out) this thread loads
+        ms = cuda.shared.array((tw, tw), numba.float32)
+        ns = cuda.shared.array((tw, tw + 1), numba.float32)   # ns[i, j] = nt[column j, idx + i]; + 1: no bank conflicts
+        p = numba.float32(0.0)
+        for idx in range(0, k, tw):
+            ms[tr, tc] = m[r, idx + tc] if r < h and idx + tc < k else numba.float32(0.0)
+            ns[tc, tr] = nt[row, idx + tc] if row < w and idx + tc < k else numba.float32(0.0)   # tc runs along k
+            cuda.syncthreads()
+            for i in range(tw): p += ms[tr, i] * ns[i, tc]
+            cuda.syncthreads()
+        if r < h and c < w: out[r, c] = p
+    return kernel
 
 
 # Exercise 08.2: a matrix-vector product in Numba
@@ -20,9 +39,9 @@ def matvec_numba_k(m, v, out):
     r = cuda.blockIdx.x * CHUNK + t
     h, k = m.shape
     vs = cuda.shared.array(CHUNK, numba.float32)
-    acc = np.float32(0.0)
+    acc = numba.float32(0.0)
     for c0 in range(0, k, CHUNK):
-        vs[t] = v[c0 + t] if c0 + t < k else np.float32(0.0)
+        vs[t] = v[c0 + t] if c0 + t < k else numba.float32(0.0)
         cuda.syncthreads()
         if r < h:
             for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]

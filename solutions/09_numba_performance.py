@@ -32,15 +32,14 @@ def lean_dynamic_kernel(m, n, out, tw):
 
 
 # Exercise 09.2: a timer you can trust
-def time_ms(fn, *args, warmup=3, reps=21):
-    "Median milliseconds per call of fn(*args), after `warmup` calls, waiting for the GPU before each reading."
-    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
-    for _ in range(warmup): fn(*args)
+def time_ms(fn, *args, sync=torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None), warmup=3, reps=21):
+    "Median milliseconds per call of fn(*args), after `warmup` calls, with sync() (wait for the GPU) before each reading."
+    for _ in range(warmup): fn(*args)             # the first calls compile and warm caches: not timed
     sync()
     times = []
     for _ in range(reps):
         start = time.perf_counter()
         fn(*args)
-        sync()                                     # a launch returns at once: wait for the GPU's work
+        sync()                                     # a launch returns at once: wait for the work it queued
         times.append((time.perf_counter() - start) * 1000)
-    return statistics.median(times)
+    return statistics.median(times)                # one slow call (another process, a clock change) cannot pull it off

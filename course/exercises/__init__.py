@@ -18,7 +18,7 @@ more specific one, then where the solution is. From a shell, the same checks on 
 
 It exits with status 0 when no exercise is 'not yet', 1 otherwise. `make check EX=04.1` does the same in
 the course's virtual environment (make itself exits with status 2 when the command fails)."""
-import argparse, inspect, sys
+import argparse, inspect
 from collections import Counter
 
 from .learner_code import jupyter_work, notebook_work, run_cells, solution_file, solution_work

@@ -2,7 +2,7 @@
 runs that exercise's check on the work here, and prints the report as one JSON line."""
 import json, sys
 
-from . import EXERCISES, run_check
+from . import run_check
 from .isolation import REPORT_MARK
 from .learner_code import Work
 

@@ -8,7 +8,7 @@ dies or stops printing for too long, the sentence says what happened, and the le
 parent) never touched the faulty kernel: its CUDA context still works."""
 import json, os, re, signal, subprocess, sys, threading, time
 
-from .learner_code import ROOT, Work
+from .learner_code import ROOT
 from .verdict import Report
 
 CHILD_ENV = 'COURSE_EXERCISE_CHILD'

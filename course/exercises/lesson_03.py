@@ -260,7 +260,7 @@ def guarded_run(scale_rows, h, w, device='cuda'):
                  'int r = blockIdx.x*blockDim.x + threadIdx.x, c = blockIdx.y*blockDim.y + threadIdx.y; if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r]; and dim3 blocks(cdiv(h, tpb.x), cdiv(w, tpb.y)).'),
           runs_on_gpu=True)
 def coalesced_scale_rows_cuda(ns, report):
-    import re, torch
+    import torch
     from ..cuda_library import compile_cuda, cuda_prelude, extern_c_functions
     src, = need(ns, 'scale_rows_cuda_src')
     mod = compiled(report, src, 'scale_rows_cuda_src')

@@ -14,7 +14,7 @@ import ast, contextlib, json, math, os, queue, re, statistics, subprocess, sys, 
 
 from .gpu_kernels import SIMULATOR_SHAPES, check_matmul_on_gpu, numba_matmul, numba_tools
 from .learner_code import ROOT, Work
-from .lesson_08 import kernel_place, python_function, simulate
+from .numba_simulation import kernel_place, python_function, simulate
 from .parts import NotYet, barriers_in_place, compare, faster_than, gpu_here, need, running
 from .registry import exercise
 from .simulated import cdiv, problem, rand

@@ -6,6 +6,7 @@ from ..checked_simulator import dim3, run_threaded_blocks
 from .barrier_placement import array_names, is_barrier
 from .learner_code import function_tree, where
 from .gpu_kernels import GPU_SHAPES, SMALL_MATMUL_CALLS, check_matmul_on_gpu, matmul_via, numba_tools, require_machine_code
+from .numba_simulation import python_function
 from .parts import NotYet, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here, need, running, sanitized
 from .registry import exercise
 from .simulated import cdiv, compare_or_explain, problem, products_in_order, rand, run_matmul_kernel
@@ -223,14 +224,6 @@ NUMBA_REGTILE_TARGET = 0.8
 
 
 def tile_text(tile): return "BM={}, BN={}, BK={}, TM={}, TN={}".format(*tile)
-
-
-def python_function(kernel, what):
-    "The Python function of a Numba kernel (what Numba compiles, and what its simulator runs)."
-    fn = getattr(kernel, 'py_func', None) or getattr(kernel, 'fn', None)
-    if not callable(fn):
-        raise NotYet(f"{what} returned a {type(kernel).__name__}, not a Numba kernel: decorate the kernel with @cuda.jit")
-    return fn
 
 
 def kernel_syntax(kernel, what):

@@ -1,6 +1,6 @@
 """The list of exercises: each one's id, title, check and hints. The lesson modules (`lesson_01` ...)
 register their exercises here with `@exercise(...)`; nothing here imports them."""
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass

@@ -24,7 +24,7 @@ def thread_name(thread):
     if name: return name
     b, t = getattr(thread, 'blockIdx', None), getattr(thread, 'threadIdx', None)   # Numba's simulator threads
     if b is not None and t is not None: return f"thread (x={t.x}, y={t.y}) of block (x={b.x}, y={b.y})"
-    return "the kernel"
+    return "your code"
 
 
 def innermost_learner_frame(frame):

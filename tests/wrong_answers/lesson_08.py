@@ -1,0 +1,71 @@
+"Wrong answers for notebook 08's exercises (Numba)."
+import re
+
+from . import Wrong
+
+# An endless loop is stopped by the watchdog, whose sentence names the thread, the loop and the cell.
+def endless(cell, loop):
+    return (rf"(?=.*thread \(x=\d+, y=\d+\) of block \(x=\d+, y=\d+\) was still running after \d+ s)(?=.*`{re.escape(loop)}`)"
+            rf"(?=.*line \d+ of the `#\| exercise {cell}` cell)")
+
+WRONG = [
+    # 08.1: B given transposed
+    Wrong('08.1', 'the tile of nt loaded as the lesson loads n (uncoalesced)',
+          change=("ns[tc, tr] = nt[row, idx + tc] if row < w and idx + tc < k",
+                  "ns[tr, tc] = nt[c, idx + tr] if c < w and idx + tr < k"),
+          expect=r"threads \(x=0, y=0\) and \(x=1, y=0\) of block .* read nt\[\d+\] and nt\[\d+\]: neighbouring threads "
+                 r"should read neighbouring elements"),
+    Wrong('08.1', 'the barrier after the loads missing',
+          change=("            cuda.syncthreads()\n            for i in range(tw)", "            for i in range(tw)"),
+          expect=r"nt_tile_kernel\(4\) \(the `#\| exercise 08\.1` cell\): no barrier between filling shared memory \(line \d+\) and reading it"),
+    Wrong('08.1', 'two barriers side by side, none after the products',
+          change=("            for i in range(tw): p += ms[tr, i] * ns[i, tc]\n            cuda.syncthreads()\n",
+                  "            cuda.syncthreads()\n            for i in range(tw): p += ms[tr, i] * ns[i, tc]\n"),
+          expect=r"no barrier between reading shared memory .* and the next pass of the loop filling it again"),
+    Wrong('08.1', 'a barrier inside an if',
+          change=("            cuda.syncthreads()\n            for i in range(tw)", "            if r < h: cuda.syncthreads()\n            for i in range(tw)"),
+          expect=r"nt_tile_kernel\(4\) \(the `#\| exercise 08\.1` cell\): the barrier at line \d+ is inside the `if` of line \d+"),
+    Wrong('08.1', 'r <= h in the guard of the store',
+          change=("if r < h and c < w: out[r, c] = p", "if r <= h and c < w: out[r, c] = p"),
+          expect=r"thread \(x=\d+, y=\d+\) of block \(x=\d+, y=\d+\) writes out\[5, \d+\], outside out \(shape 5 x 3\) "
+                 r"at line \d+ of the `#\| exercise 08\.1` cell: `if r <= h.*a bound check is missing or wrong"),
+    Wrong('08.1', 'the factory not cached',
+          change=("@functools.cache                                    # one kernel per tile width: Numba compiles each once\n", ""),
+          expect=r"nt_tile_kernel\(4\) makes a new kernel on every call.*functools\.cache"),
+    Wrong('08.1', 'dynamic shared arrays',
+          change=("ms = cuda.shared.array((tw, tw), numba.float32)", "ms = cuda.shared.array(0, numba.float32)"),
+          expect=r"the shared array of the kernel of nt_tile_kernel\(4\) at line \d+ of the `#\| exercise 08\.1` cell.* is "
+                 r"dynamic \(size 0\)"),
+    Wrong('08.1', 'the inner while loop never advances (an endless loop)',
+          change=("for i in range(tw): p += ms[tr, i] * ns[i, tc]",
+                  "i = 0\n            while i < tw: p += ms[tr, i] * ns[i, tc]"),
+          expect=endless('08.1', 'while i < tw: p += ms[tr, i] * ns[i, tc]')),
+
+    # 08.2: a matrix-vector product
+    Wrong('08.2', 'v read from global memory, not through shared memory',
+          change=("            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]",
+                  "            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * v[c0 + j]"),
+          expect=r"thread \(x=\d+, y=0\) of block \(x=0, y=0\) reads \d+ values of v from global memory; copying each chunk "
+                 r"of v into shared memory once per block .* needs at most 1"),
+    Wrong('08.2', 'the barrier after the copy missing',
+          change=("        cuda.syncthreads()\n        if r < h:", "        if r < h:"),
+          expect=r"matvec_numba_k \(the `#\| exercise 08\.2` cell\): no barrier between filling shared memory \(line \d+\) and reading it"),
+    Wrong('08.2', 'two barriers side by side, none after the products',
+          change=("        cuda.syncthreads()\n        if r < h:\n            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]\n        cuda.syncthreads()\n",
+                  "        cuda.syncthreads()\n        cuda.syncthreads()\n        if r < h:\n            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]\n"),
+          expect=r"no barrier between reading shared memory .* and the next pass of the loop filling it again"),
+    Wrong('08.2', 'a barrier inside an if',
+          change=("        cuda.syncthreads()\n        if r < h:", "        if r < h:\n            cuda.syncthreads()"),
+          expect=r"matvec_numba_k \(the `#\| exercise 08\.2` cell\): the barrier at line \d+ is inside the `if` of line \d+"),
+    Wrong('08.2', 'no zero past the end of v',
+          change=("vs[t] = v[c0 + t] if c0 + t < k else numba.float32(0.0)", "vs[t] = v[c0 + t]"),
+          expect=r"thread \(x=\d+, y=0\) of block \(x=0, y=0\) reads v\[\d+\], outside v \(shape 7\) at line \d+ of the "
+                 r"`#\| exercise 08\.2` cell"),
+    Wrong('08.2', 'r <= h in the guard of the store',
+          change=("    if r < h: out[r] = acc", "    if r <= h: out[r] = acc"),
+          expect=r"thread \(x=5, y=0\) of block \(x=0, y=0\) writes out\[5\], outside out \(shape 5\) at line \d+ of the `#\| exercise 08\.2` cell: `if r <= h"),
+    Wrong('08.2', 'the inner while loop never advances (an endless loop)',
+          change=("            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]",
+                  "            j = 0\n            while j < min(CHUNK, k - c0): acc += m[r, c0 + j] * vs[j]"),
+          expect=endless('08.2', 'while j < min(CHUNK, k - c0): acc += m[r, c0 + j] * vs[j]')),
+]
