@@ -10,6 +10,7 @@ from numba import cuda
 @functools.cache                                    # one kernel per tile width: Numba compiles each once
 def nt_tile_kernel(tw):
     "A kernel (m, nt, out) for tw x tw blocks: out = m @ nt.T, nt of shape (w, k), tw a compile-time constant."
+    padded = tw + 1                                   # + 1: no bank conflicts; computed here, as Numba needs a constant shape
     @cuda.jit
     def kernel(m, nt, out):
         tr, tc = cuda.threadIdx.y, cuda.threadIdx.x
@@ -18,7 +19,7 @@ def nt_tile_kernel(tw):
         w = nt.shape[0]
         row = cuda.blockIdx.x*tw + tr                     # the row of nt (a column of out) this thread loads
         ms = cuda.shared.array((tw, tw), numba.float32)
-        ns = cuda.shared.array((tw, tw + 1), numba.float32)   # ns[i, j] = nt[column j, idx + i]; + 1: no bank conflicts
+        ns = cuda.shared.array((tw, padded), numba.float32)   # ns[i, j] = nt[column j, idx + i]
         p = numba.float32(0.0)
         for idx in range(0, k, tw):
             ms[tr, tc] = m[r, idx + tc] if r < h and idx + tc < k else numba.float32(0.0)

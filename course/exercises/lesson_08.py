@@ -27,6 +27,11 @@ def shared_arrays_static(kernel, what, size):
             if isinstance(shape, ast.Constant) and shape.value == 0:
                 raise NotYet(f"the shared array of {what} at {place(node)} is dynamic (size 0), and the launch gives it no "
                              f"memory: {size} is a constant of the kernel, so give the array that compile-time shape")
+            if shape is not None and any(isinstance(n, ast.BinOp) for n in ast.walk(shape)):
+                raise NotYet(f"the shape of the shared array of {what} at {place(node)} is computed inside the kernel, "
+                             "which Numba rejects on a GPU (its simulator does not): a shared array's shape must be "
+                             "constants or names of constants. Compute it in the factory, outside the kernel "
+                             "(`padded = tw + 1`), and use that name")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -48,7 +53,7 @@ def nt_launcher(nb08, kernel, tw):
           hints=("Keep the lesson's tiled kernel, and change only how the tile of nt is loaded: neighbouring threads in x "
                  "(tc, tc + 1) should read neighbouring elements of nt, which lie along its rows (along k).",
                  "Let thread (tr, tc) load nt[blockIdx.x*tw + tr, idx + tc] into ns[tc, tr] (the tile transposed as it is "
-                 "stored), so the products stay ms[tr, i] * ns[i, tc]; make ns (tw, tw + 1) to spread the stores over the "
+                 "stored), so the products stay ms[tr, i] * ns[i, tc]; make ns tw x (tw + 1), with tw + 1 computed outside the kernel, to spread the stores over the "
                  "banks, and decorate the factory with @functools.cache."), runs_on_gpu=True)
 def transposed_b(ns, report):
     import torch

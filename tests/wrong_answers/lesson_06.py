@@ -47,7 +47,7 @@ WRONG = [
     Wrong('06.2', 'the tile read without transposing',
           change=("= tile[threadIdx.x][j];", "= tile[j][threadIdx.x];"),
           cpu='not checked here',
-          expect=r"transposing a 1000x700 m: element \[\d+, \d+\] is"),
+          expect=r"transposing a 1024x704 m: element \[\d+, \d+\] is"),
 
     # 06.3: shared-memory banks, with n given transposed
     Wrong('06.3', 'nt loaded down its columns (not coalesced)',

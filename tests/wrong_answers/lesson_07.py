@@ -52,7 +52,7 @@ WRONG = [
           expect=r"no kernel is compiled for th=16, tw=32"),
     Wrong('07.2', 'the dot product looped to a run-time bound',
           change=("for (int i = 0; i < TK; ++i) p +=", "for (int i = 0; i < blockDim.x; ++i) p +="),
-          expect=r"matmul_rect_tmpl_k<8, 32> has \d+ multiply-adds in its PTX: .*unrolls the dot product into 32"),
+          expect=r"matmul_rect_tmpl_k<8, 32> has \d+ multiply-adds in its (?:PTX|SASS): .*unrolls the dot product into 32"),
     Wrong('07.2', 'the second barrier missing',
           change=("ns[i][tc];\n        __syncthreads();\n", "ns[i][tc];\n"),
           expect=r"matmul_rect_tmpl_k<8, 32>: a tiled kernel needs two __syncthreads\(\) per phase.*has 1\)"),

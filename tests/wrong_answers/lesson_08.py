@@ -68,4 +68,7 @@ WRONG = [
           change=("            for j in range(min(CHUNK, k - c0)): acc += m[r, c0 + j] * vs[j]",
                   "            j = 0\n            while j < min(CHUNK, k - c0): acc += m[r, c0 + j] * vs[j]"),
           expect=endless('08.2', 'while j < min(CHUNK, k - c0): acc += m[r, c0 + j] * vs[j]')),
+    Wrong('08.1', "the padded tile's shape computed inside the kernel",
+          change=("ns = cuda.shared.array((tw, padded), numba.float32)", "ns = cuda.shared.array((tw, tw + 1), numba.float32)"),
+          expect=r"the shape of the shared array of .* is computed inside the kernel, which Numba rejects on a GPU"),
 ]
