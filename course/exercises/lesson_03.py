@@ -257,7 +257,7 @@ def guarded_run(scale_rows, h, w, device='cuda'):
 
 @exercise('03.4', 'coalescing on a GPU: the same kernel in CUDA C',
           hints=("The choice of 03.3, in CUDA C: threadIdx.x runs along the index that moves by one element in memory, and the launch's grid follows that choice.",
-                 'int r = blockIdx.x*blockDim.x + threadIdx.x, c = blockIdx.y*blockDim.y + threadIdx.y; if (r < h && c < w) out[(size_t)c*h + r] = m[(size_t)c*h + r] * s[r]; and dim3 blocks(cdiv(h, tpb.x), cdiv(w, tpb.y)).'),
+                 "Take r from the x indices (blockIdx.x, threadIdx.x) and c from the y ones, so that element c*h + r moves by one between neighbouring threads; the launcher's grid must then count blocks of h in x and of w in y."),
           runs_on_gpu=True)
 def coalesced_scale_rows_cuda(ns, report):
     import torch

@@ -144,7 +144,7 @@ def overlapping_loads(sentence, th, tw, tk):
 
 @exercise('04.2', 'rectangular tiles with threads and barriers',
           hints=("A thread loads several elements of a tile: loop over them with a stride of the block's width (for ms) or height (for ns).",
-                 'for j in range(tc, tk, tw): ms[tr*tk + j] = m[r*k + idx + j] (0. outside); for i in range(tr, tk, th): ns[i*tw + tc] = n[(idx + i)*w + c]; then p += ms[tr*tk + i] * ns[i*tw + tc] for i < tk.'))
+                 'Thread (tr, tc) loads elements tc, tc + tw, tc + 2*tw, ... of row tr of ms (a range with a step), and elements tr, tr + th, ... of column tc of ns, each guarded by the bounds of the matrix; the products then run over all tk elements of row tr of ms and column tc of ns.'))
 def rectangular_thread_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_k')
     barriers_in_place(report, kernel, 'matmul_rect_k')

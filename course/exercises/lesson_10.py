@@ -60,7 +60,7 @@ def names_in(node): return {n.id for n in ast.walk(node) if isinstance(n, ast.Na
 
 @exercise('10.1', 'a register tile, in the thread simulator',
           hints=('A thread computes TM outputs of one column: per k it reads one value of Bs and reuses it for TM multiply-adds.',
-                 'for kk in range(BK): b = Bs[kk*BN + tc]; then for t in range(TM): acc[t] += As[(tr*TM + t)*BK + kk] * b.'))
+                 "Inside the kk loop, read column tc's value of Bs once into a local variable, before the loop over t: each of the TM multiply-adds of that loop uses it with a different row of As."))
 def register_tile_1d(ns, report):
     kernel, = need(ns, 'regtile_1d_k')
     barriers_in_place(report, kernel, 'regtile_1d_k')
