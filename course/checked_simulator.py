@@ -80,12 +80,14 @@ class Buffer:
         except (TypeError, ValueError):
             raise KernelFault(f"{self.name}[{i!r}]: an index into {self.name} must be one integer "
                               f"(buffers are flat: write r*width + c, not [r, c])") from None
-        if j != i: raise KernelFault(f"{self.name}[{i!r}]: the index is not a whole number")
+        if j != i or isinstance(i, float):
+            raise KernelFault(f"{self.name}[{i!r}]: the index is a float; an index into memory is an integer (use // "
+                              "for a division, not /)")
         if not 0 <= j < self.length:
             block, thread, _ = self.trace.current()
             view = f" (the view {self.name}[{self.offset}:{self.offset + self.length}])" if self.base is not self else ''
             raise KernelFault(f"{who(block, thread)} {kind}s {self.name}[{j}]{view}, outside the buffer, which has "
-                              f"{self.length} elements (0 to {self.length - 1}): a bound check is missing or wrong")
+                              f"{self.length} elements (0 to {self.length - 1}): a bound check is missing or wrong, or the index itself is")
         return j
 
     def __getitem__(self, i):

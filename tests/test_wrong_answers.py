@@ -9,7 +9,7 @@ from conftest import HAS_GPU
 from course import exercises
 from course.exercises import NOT_CHECKED, NOT_YET, PASSED
 from course.exercises.learner_code import solution_work
-from wrong_answers import all_wrong_answers, case_id
+from wrong_answers import all_wrong_answers, case_id, unusual_right_answers
 
 WRONG = all_wrong_answers()
 
@@ -30,3 +30,12 @@ def test_wrong_answer_is_rejected_with_its_reason(wrong):
     assert report.outcome == NOT_YET, report.text()
     assert re.search(wrong.pattern(HAS_GPU), report.failure, re.S), \
         f"the sentence does not name the mistake ({wrong.slip}):\n{report.failure}"
+
+
+RIGHT = unusual_right_answers()
+
+
+@pytest.mark.parametrize('right', RIGHT, ids=[case_id(w) for w in RIGHT])
+def test_unusual_right_answer_is_not_rejected(right):
+    report = exercises.run_check(right.exercise, solution_work(right.notebook, {right.exercise: right.cell_body()}))
+    assert report.outcome != NOT_YET, report.text()

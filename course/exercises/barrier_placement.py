@@ -22,6 +22,14 @@ def is_barrier(node):
 def contains_barrier(node): return any(is_barrier(n) for n in ast.walk(node))
 
 
+def assigned_names(target):
+    "The names a target assigns as a whole (x, or a, b): not those inside an index, as i in s[i] = ..."
+    if isinstance(target, ast.Name): return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)): return [n for t in target.elts for n in assigned_names(t)]
+    if isinstance(target, ast.Starred): return assigned_names(target.value)
+    return []
+
+
 def thread_varying_names(fn):
     """Names whose value may differ between the threads of a block: threadIdx and every name computed from
     it, directly or through others (loop variables of loops whose bounds vary, values read at varying
@@ -40,9 +48,9 @@ def thread_varying_names(fn):
         changed = False
         for target, value in pairs:
             if mentions(value):
-                for n in ast.walk(target):
-                    if isinstance(n, ast.Name) and n.id not in varying:
-                        varying.add(n.id); changed = True
+                for n in assigned_names(target):
+                    if n not in varying:
+                        varying.add(n); changed = True
     return varying
 
 
@@ -96,6 +104,13 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
                                 "for which the condition is false never reach it, so the block deadlocks or its threads "
                                 "pass different barriers. Keep the barrier outside every `if`, and guard only the loads "
                                 "and stores")
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.For, ast.While)) and differs(node.iter if isinstance(node, ast.For) else node.test):
+            inner = [n for n in ast.walk(node) if is_barrier(n)]
+            if inner:
+                problems.append(f"the barrier at {line(inner[0])} is inside the loop of {line(node)}, whose number of "
+                                "passes differs between threads: a thread with fewer passes skips barriers the others "
+                                "wait at. Put the barrier after the loop, where every thread reaches it")
     returns = [n for node in ast.walk(fn) if isinstance(node, ast.If) and differs(node.test)
                for n in ast.walk(node) if isinstance(n, ast.Return)]
     barriers = [n for n in ast.walk(fn) if is_barrier(n)]
@@ -178,10 +193,28 @@ def cuda_barrier_problems(src, kernel=None, place=lambda n: f"line {n}"):
     return problems
 
 
+def block_header(body, brace):
+    "(header text, its position) of the block opening at `brace`: `if (...)`, `for (...)`, `while (...)`, `else`, or ''."
+    k = brace - 1
+    while k >= 0 and body[k].isspace(): k -= 1
+    if k >= 0 and body[k] == ')':
+        depth, o = 0, k
+        while o >= 0:
+            depth += body[o] == ')'
+            depth -= body[o] == '('
+            if depth == 0: break
+            o -= 1
+        word = re.search(r'(\w+)\s*$', body[:o])
+        start = word.start(1) if word else o
+        return body[start:k + 1], start
+    word = re.search(r'(\w+)\s*$', body[:k + 1])
+    return (word.group(1), word.start(1)) if word else ('', brace)
+
+
 def c_thread_varying_names(body):
     "Names in a CUDA C kernel body computed from threadIdx, directly or through other names."
     varying = set()
-    assignments = re.findall(r'\b(\w+)\s*(?:\[[^\]]*\]\s*)?[-+*/]?=(?!=)\s*([^,;]*)', body)
+    assignments = re.findall(r'\b(\w+)\s*(?:\[[^\]]*\]\s*)?[-+*/]?=(?!=)\s*([^,;)]*)', body)
     changed = True
     while changed:
         changed = False
@@ -209,20 +242,23 @@ def barriers_in_branches(body, base_line, kernel, place):
             if ch == '}': depth += 1
             elif ch == '{':
                 if depth == 0:
-                    header_start = max(body.rfind(';', 0, j), body.rfind('{', 0, j), body.rfind('}', 0, j)) + 1
-                    text = body[header_start:j]
-                    stack.append((text.strip(), header_start + len(text) - len(text.lstrip())))
+                    stack.append(block_header(body, j))
                 else: depth -= 1
             j -= 1
         stmt_start = max(body.rfind(';', 0, pos), body.rfind('{', 0, pos), body.rfind('}', 0, pos)) + 1
         own = body[stmt_start:pos]
         stmt_start += len(own) - len(own.lstrip())
         own = own.strip()
-        branch = [(h, p) for h, p in stack if re.match(r'(?:else\b|if\s*\(|\}?\s*else\b)', h) and varies(h)]
-        if re.match(r'(?:if\s*\(|else\b)', own) and varies(own):
+        branch = [(h, p) for h, p in stack if re.match(r'(?:else\b|if\s*\(|\}?\s*else\b|for\s*\(|while\s*\()', h) and varies(h)]
+        if re.match(r'(?:if\s*\(|else\b|for\s*\(|while\s*\()', own) and varies(own):
             branch.insert(0, (own, stmt_start))
         if branch:
             h, p = branch[0]
+            if re.match(r'(?:for|while)\b', h):
+                out.append(f"the __syncthreads() at {line_of(b.start())} ({kernel}) is inside the loop `{h[:60]}` "
+                           f"({line_of(p)}), whose number of passes differs between threads: a thread with fewer passes "
+                           "skips barriers the others wait at. Put the barrier after the loop, where every thread reaches it")
+                break
             out.append(f"the __syncthreads() at {line_of(b.start())} ({kernel}) is inside `{h.split(')')[0][:40]}"
                        f"{')' if '(' in h else ''}` ({line_of(p)}): threads for which the condition is false never "
                        "reach it, so the block deadlocks or its threads pass different barriers. Keep every barrier "

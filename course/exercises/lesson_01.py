@@ -85,9 +85,8 @@ def run_transpose_grid(kernel, h, w, tpb):
                  'Return at once unless r < h and c < w (both, strictly: row h is already past the end). The result is w x h, so element (r, c) of m goes to row c, column r of it: out[c*h + r].'))
 def transpose_kernel(ns, report):
     kernel, = need(ns, 'transpose_bk')
-    tpb = dim3(4, 4)
     shapes = ((5, 7), (1, 9), (9, 1), (6, 4))
-    for h, w in shapes:
+    for (h, w), tpb in [(s, dim3(4, 4)) for s in shapes] + [((5, 7), dim3(8, 2)), ((9, 6), dim3(2, 8))]:
         got, trace = run_transpose_grid(kernel, h, w, tpb)
         mistake = transpose_mistake(got, h, w, trace, follow_reads=True)
         if mistake:
@@ -96,7 +95,7 @@ def transpose_kernel(ns, report):
         compare(got, numbered(h, w).t(), f"transposing a {h} x {w} m")
         at_most(trace, 'global', 'read', 1, "a transpose")
         at_most(trace, 'global', 'write', 1, "a transpose")
-    report.ok(f"right on {', '.join(f'{h}x{w}' for h, w in shapes)} with 4x4 blocks; no thread reads or writes outside m and out")
+    report.ok(f"right on {', '.join(f'{h}x{w}' for h, w in shapes)} with 4x4 blocks, and on 5x7 and 9x6 with 8x2 and 2x8 blocks; no thread reads or writes outside m and out")
     report.ok("each thread reads one value of m and writes one of out")
 
 
@@ -136,11 +135,12 @@ def bad_inputs():
 def input_rules(ns, report):
     from .simulated import rand
     check_inputs, = need(ns, 'check_inputs')
-    for (h, k, w) in ((5, 7, 3), (1, 1, 4)):
-        with running(f"check_inputs(m {h}x{k}, n {k}x{w}, device='cpu'), good inputs"):
-            got = check_inputs(rand(h, k), rand(k, w), device='cpu')
+    def accepts(h, k, w, device):
+        with running(f"check_inputs(m {h}x{k}, n {k}x{w}, device={device!r}), good inputs"):
+            got = check_inputs(rand(h, k), rand(k, w), device=device)
         if not isinstance(got, tuple) or tuple(got) != (h, k, w):
             raise NotYet(f"check_inputs(m {h}x{k}, n {k}x{w}) returned {got!r}, expected (h, k, w) = {(h, k, w)}")
+    accepts(5, 7, 3, 'cpu'); accepts(1, 1, 4, 'cpu')
     bad = bad_inputs()
     with running("check_inputs on inputs a kernel must not get"):
         for what, (m, n, device) in bad.items():
@@ -153,5 +153,7 @@ def input_rules(ns, report):
                 raise NotYet(f"check_inputs raises {type(e).__name__} for {what}; raise ValueError (TypeError for a wrong "
                              "type or dtype), with a message saying which rule failed") from None
             raise NotYet(f"check_inputs accepts {what}: raise ValueError (or TypeError for a wrong type) with a message")
-    report.ok("returns (h, k, w) for good inputs")
+    # 'cpu:0' names the same device as 'cpu' (as 'cuda:0' does 'cuda'): compare device types, not device objects.
+    accepts(2, 3, 4, 'cpu:0')
+    report.ok("returns (h, k, w) for good inputs, with the device named 'cpu' or 'cpu:0'")
     report.ok(f"rejects, with a message, each of: {'; '.join(bad)}")

@@ -372,6 +372,11 @@ def method_problem(events, t):
     if first_timed:
         return (f"time_ms times the first call of fn, which pays for compiling (here {COMPILE_MS} ms): call fn a few times "
                 "first (a warm-up), then sync(), and only then start timing")
+    first_reading = next(i for i, (kind, _) in enumerate(events) if kind == 'clock')
+    before = [kind for kind, _ in events[:first_reading] if kind in ('fn', 'sync')]
+    if before and before[-1] == 'fn':
+        return ("time_ms starts the clock right after the warm-up calls, with their work still queued: the first timed call "
+                "then also waits for it. Call sync() after the warm-up, before the first reading of the clock")
     batched = next((c for _, c, _ in intervals if c > 1), None)
     if batched:
         return (f"time_ms times {batched} calls of fn between two readings of the clock, which gives their mean, and one slow "

@@ -75,7 +75,7 @@ def compare(got, expected, what, atol=1e-4, rtol=1e-4):
     if not bad.any(): return
     first = tuple(int(i) for i in bad.nonzero()[0])
     g, e = got[first].item(), expected[first].item()
-    got_text = 'never written' if math.isnan(g) else f"{g:.6g}"
+    got_text = 'NaN: never written (or computed from a value never written)' if math.isnan(g) else f"{g:.6g}"
     raise NotYet(f"{what}: element {list(first)} is {got_text}, expected {e:.6g} "
                  f"({int(bad.sum())} of {bad.numel()} elements wrong)")
 

@@ -38,11 +38,16 @@ class Wrong:
 
 
 def all_wrong_answers():
-    "Every recorded wrong answer, in course order."
+    "Every recorded wrong answer, in course order, then those found by review."
     out = []
-    for path in sorted(Path(__file__).parent.glob('lesson_*.py')):
+    for path in sorted(Path(__file__).parent.glob('lesson_*.py')) + [Path(__file__).parent / 'found_by_review.py']:
         out += importlib.import_module(f'wrong_answers.{path.stem}').WRONG
     return out
+
+
+def unusual_right_answers():
+    "Right answers written unusually: each must not be rejected."
+    return importlib.import_module('wrong_answers.found_by_review').RIGHT
 
 
 def case_id(w): return f"{w.exercise}-{re.sub(r'[^a-z0-9]+', '-', w.slip.lower()).strip('-')}"
