@@ -144,7 +144,10 @@ def compile_error_text(text, src, place):
         n = int(m.group(2))
         return place(n) if 0 < n <= len(lines) else m.group(0)
     text = re.sub(r'(your source|[\w.-]+\.cu), line (\d+)', fix, text)
-    return re.sub(r'(?m)^(\s*)\d+ \| ', r'\1 | ', text)     # the code line itself, without the number that is not the cell's
+    text = re.sub(r'(?m)^(\s*)\d+ \| ', r'\1 | ', text)
+    if 'expected a ";"' in text:
+        text += "\n(nvcc notices a missing `;` only at the next token: look at the end of the line before too)"
+    return text     # the code line itself, without the number that is not the cell's
 
 
 # What to look for in a kernel's machine code (SASS; PTX where cuobjdump is missing), by purpose.
