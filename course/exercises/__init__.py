@@ -102,16 +102,17 @@ def selected(args):
 
 def check_all(ids, solutions=False, out=print):
     "Check the exercises `ids` on the saved notebooks (or the solutions); return {id: Report}."
-    reports, loaded = {}, {}
+    reports, works, ran = {}, {}, {}
     for i in ids:
         ex = EXERCISES[i]
-        work = loaded.get(ex.notebook)
-        if work is None:
-            work = loaded[ex.notebook] = [solution_work(ex.notebook) if solutions else notebook_work(ex.notebook), None]
-        if not (ex.runs_on_gpu and gpu_here()) and work[1] is None:
-            work[1] = run_cells(work[0])          # the notebook's cells, run once for its exercises that run here
-        ns, errors = work[1] if not (ex.runs_on_gpu and gpu_here()) else (None, None)
-        report = run_check(i, work[0], ns, errors)
+        if ex.notebook not in works:
+            works[ex.notebook] = solution_work(ex.notebook) if solutions else notebook_work(ex.notebook)
+        work = works[ex.notebook]
+        in_child = ex.runs_on_gpu and gpu_here()      # run_check then runs the cells in its child process
+        if not in_child and ex.notebook not in ran:
+            ran[ex.notebook] = run_cells(work)       # the notebook's cells, once for its exercises checked here
+        ns, errors = (None, None) if in_child else ran[ex.notebook]
+        report = run_check(i, work, ns, errors)
         report.hint_line = f"stuck? make hint EX={i} (LEVEL=2 for a more specific one)"
         out(report.text())
         reports[i] = report

@@ -36,7 +36,7 @@ def busiest(counts):
     return most, key
 
 
-def seeded(seed, draw, run):
+def run_with_seed(seed, draw, run):
     """run(), with torch's CPU generator seeded so that draw() gives the inputs run() drew; torch's generator is left
     as it was. Returns (what run returned, what draw returned)."""
     import torch
@@ -70,7 +70,7 @@ def register_tile_1d(ns, report):
     shapes = ((17, 8, 9), (9, 10, 7), (1, 9, 5), (8, 13, 1))
     for seed, (h, k, w) in enumerate(shapes):
         what = problem(h, k, w, TM=TM, BK=BK)
-        (got, expected, trace), (m, n) = seeded(
+        (got, expected, trace), (m, n) = run_with_seed(
             seed, lambda: (rand(h, k), rand(k, w)),      # the inputs run_matmul_kernel draws
             lambda: run_matmul_kernel(run_threaded_blocks, kernel, h, k, w, threads, BM * BK + BK * BN,
                                       rows_per_block=BM, seed=seed, TM=TM, BK=BK))

@@ -6,7 +6,7 @@ import contextlib, math, re, subprocess, sys, tempfile, textwrap
 from pathlib import Path
 
 from ..checked_simulator import KernelFault
-from .learner_code import LEARNER_FILES, function_tree, learner_frames, source_of, where   # noqa: F401 (source_of: for the lessons)
+from .learner_code import LEARNER_FILES, function_tree, learner_frames, where
 from .verdict import NotYet
 from .watchdog import KernelTimeout, Watchdog
 
@@ -256,8 +256,3 @@ def barriers_in_place(report, kernel, what):
     problems = python_barrier_problems(tree, first)
     if problems: raise NotYet(f"{what} ({label}): {problems[0]}")
     report.ok(f"every barrier of {what} is reached by all threads, between each fill of shared memory and its reads")
-
-
-def strip_comments(src, language='python'):
-    if language == 'python': return re.sub(r'#.*', '', src)
-    return re.sub(r'//[^\n]*|/\*.*?\*/', '', src, flags=re.S)
