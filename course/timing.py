@@ -31,3 +31,81 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
         if sum(times) * back_to_back > max_seconds * 1000 and len(times) >= 3: break
     times.sort()
     return times[len(times) // 2]
+
+
+# --------------------------------------------------------------------------------------------------
+# A fair comparison: every speed claim of the course (notebooks 10 and 11, bench/bench.py, the README)
+# comes from `compare_fairly`, never from the run that picked a winner.
+# --------------------------------------------------------------------------------------------------
+from typing import NamedTuple
+
+
+def l2_overflowing_inputs(h, k, w, l2_bytes=None, most=16):
+    """Random h x k and k x w input pairs on the GPU, as many as it takes (up to `most`) for all of them
+    together to hold twice the GPU's L2 cache: rotating through them, each call finds its inputs in memory,
+    not left in L2 by the call before."""
+    import math, torch
+    l2_bytes = l2_bytes or torch.cuda.get_device_properties(0).L2_cache_size
+    count = min(most, max(1, math.ceil(2 * l2_bytes / ((h * k + k * w) * 4))))
+    return [(torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')) for _ in range(count)]
+
+
+class Spread(NamedTuple):
+    "A kernel's times over the rounds of a comparison: the median and the interquartile range, in ms."
+    median: float
+    q1: float           # a quarter of the rounds were faster than this
+    q3: float           # a quarter were slower than this
+    samples: tuple
+
+    def __str__(self): return f"{self.median:.3f} ms (middle half {self.q1:.3f}-{self.q3:.3f})"
+
+
+def spread(samples):
+    "The Spread of a list of times (quartiles by linear interpolation, as numpy's default)."
+    import numpy as np
+    q1, med, q3 = np.percentile(samples, [25, 50, 75])
+    return Spread(float(med), float(q1), float(q3), tuple(samples))
+
+
+def verdict(ours, theirs):
+    """'faster' or 'slower' only where the middle halves of the two spreads do not overlap; else 'on par'."""
+    if ours.q3 < theirs.q1: return 'faster'
+    if ours.q1 > theirs.q3: return 'slower'
+    return 'on par'
+
+
+def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
+    """{name: Spread} for kernels fn(m, n) on h x k @ k x w, measured so that no kernel is favoured:
+
+    - the inputs rotate through `l2_overflowing_inputs`, so none is served from L2 left warm by the call before;
+    - the kernels are interleaved: each round times every kernel once (`back_to_back` calls queued, their
+      mean), in an order that changes from round to round, so that a slow spell of the GPU (clock, heat,
+      another process) falls on all of them alike instead of on whichever was timed then;
+    - `rounds` samples each (at least 20 for a claim), summarised as a median and an interquartile range.
+    Call it after any autotuning, so that the winner's time is a fresh measurement, not its selection run."""
+    import random, torch
+    from tqdm import tqdm
+    sets = l2_overflowing_inputs(h, k, w)
+    names = list(kernels)
+    for name in names:                                        # warm up: compile, tune, allocate
+        for m, n in sets[:2]: kernels[name](m, n)
+    torch.cuda.synchronize()
+    samples = {name: [] for name in names}
+    order, calls = random.Random(0), itertools.count()
+    for _ in tqdm(range(rounds), desc=f"{h}x{k} @ {k}x{w}, {len(names)} kernels interleaved", disable=not progress,
+                  leave=False):
+        order.shuffle(names)
+        for name in names:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(back_to_back): kernels[name](*sets[next(calls) % len(sets)])
+            end.record()
+            end.synchronize()
+            samples[name].append(start.elapsed_time(end) / back_to_back)
+    return {name: spread(samples[name]) for name in kernels}
+
+
+def describe_against(name, ours, reference_name, reference):
+    "One line: a kernel's spread, its median over the reference's, and the verdict of `verdict`."
+    return (f"{name}: {ours}, {ours.median / reference.median:.2f}x {reference_name}'s time "
+            f"({reference_name} {reference}): {verdict(ours, reference)}")
