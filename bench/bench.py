@@ -2,10 +2,13 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/11_benchmarks.ipynb (the same functions the notebook uses),
-prints the tables for the lecture's problem and for 4096^3 (each with the best course kernel's and
-Triton's time over cuBLAS fp32's), writes the charts to images/, and with --readme puts both tables
-into README.md between its results markers. Without a GPU it says so in one line and exits 0.
+Runs the `#| export` code of notebooks/11_benchmarks.ipynb (the same functions the notebook uses): prints the
+tables for the lecture's problem and for 4096^3 (median and middle half of the GPU's time per call over
+interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
+middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture.
+Without --quick it also times the size sweep and the skinny problems and measures the roofline (ncu where it is
+installed). It writes the charts to images/, and with --readme puts both tables into README.md between its
+results markers. Without a GPU it says so in one line and exits 0.
 """
 import argparse, re, sys
 from pathlib import Path
@@ -17,42 +20,69 @@ from utils import gpu_available, import_notebook  # noqa: E402
 
 
 def markdown_table(rows):
-    lines = ['| kernel | ms, back to back | TFLOP/s | time / cuBLAS fp32 | ms, one call alone |',
-             '| --- | ---: | ---: | ---: | ---: |']
-    lines += [f'| {r.name} | {r.ms:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.ms_alone:.3f} |' for r in rows]
+    "The rows of notebook 11's `table` as a Markdown table."
+    lines = ['| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS fp32 | vs cuBLAS fp32 |',
+             '| --- | ---: | ---: | ---: | ---: | :---: |']
+    lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |'
+              for r in rows]
     return '\n'.join(lines)
+
+
+def readme_block(nb, rows, big_rows, device):
+    "The text between README.md's results markers."
+    (h, k, w), (bh, bk, bw) = nb.LECTURE_SHAPE, nb.BIG_SHAPE
+    bullets = lambda lines: ''.join(f"- {line}\n" for line in lines)
+    return (f"<!-- results:start -->\nMeasured by `python bench/bench.py --readme` on {device}. Each kernel's time is "
+            f"the median over interleaved rounds of the GPU's time per call; the middle half spans the middle half of "
+            f"the rounds; the verdict says faster or slower only where two middle halves do not overlap.\n\n"
+            f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n" + bullets(nb.targets(rows))
+            + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
+            + "<!-- results:end -->")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--readme', action='store_true', help='write the results table into README.md')
-    ap.add_argument('--quick', action='store_true', help='only the two tables: no size sweep, no roofline')
+    ap.add_argument('--readme', action='store_true', help='write the results tables into README.md')
+    ap.add_argument('--quick', action='store_true', help='only the two tables: no size sweep, skinny problems or roofline')
     a = ap.parse_args()
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
     nb = import_notebook('11')
     kernels = nb.all_kernels()
+    styles = nb.kernel_styles(kernels)
+    images = ROOT / 'images'
     rows = nb.lecture_benchmark(kernels)
     nb.print_table(rows)
     big_rows = nb.shape_benchmark(kernels, nb.BIG_SHAPE)
     nb.print_table(big_rows)
-    images = ROOT / 'images'
-    nb.bar_chart(rows, images / 'bench_lecture.png')
+    for title, table_rows in [("the lecture's problem", rows), ('4096^3', big_rows)]:
+        print(f"\nverdicts, {title}:")
+        for line in nb.verdict_summary(table_rows): print("  " + line)
+    nb.bar_chart(rows, styles=styles).savefig(images / 'bench_lecture.png', dpi=110)
     if not a.quick:
-        rates = nb.size_sweep(kernels)
-        nb.sweep_chart(rates, nb.SIZES, images / 'bench_sizes.png')
-        nb.roofline_chart(nb.measure_ceilings(), rows, rates, nb.SIZES, images / 'roofline.png')
+        sweep = nb.size_sweep(kernels)
+        nb.print_sweep(sweep)
+        nb.sweep_chart(sweep, styles=styles).savefig(images / 'bench_sizes.png', dpi=110)
+        for title, shape in nb.SKINNY_SHAPES.items():
+            print(f"\n{title}")
+            nb.print_table(nb.shape_benchmark(kernels, shape), shape=shape)
+        ceilings = nb.measure_ceilings()
+        traffic = {}
+        if nb.ncu_unavailable(): print(nb.ncu_unavailable(), "- the roofline has no points")
+        else:
+            traffic, missing = nb.dram_traffic([r.name for r in rows if r.name != nb.FLOOR])
+            for name, why in missing.items(): print(f"{name}: no counters ({why})")
+        h, k, w = nb.LECTURE_SHAPE
+        nb.roofline_chart(nb.roofs(ceilings), ceilings.bandwidth, nb.roofline_points(rows, traffic),
+                          minimum_intensity=nb.minimum_traffic_intensity(h, k, w), styles=styles,
+                          bandwidth_source='1 GiB copy, measured',
+                          title=f"Roofline: {h}x{k} @ {k}x{w}, each kernel at its measured DRAM traffic\n{nb.device_title()}"
+                          ).savefig(images / 'roofline.png', dpi=110)
     if a.readme:
         readme = ROOT / 'README.md'
-        text = readme.read_text()
-        (h, k, w), (bh, bk, bw) = nb.LECTURE_SHAPE, nb.BIG_SHAPE
-        block = (f"<!-- results:start -->\nMeasured by `python bench/bench.py --readme` on {nb.device_title()}.\n\n"
-                 f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n"
-                 + ''.join(f"- {line}\n" for line in nb.targets(rows))
-                 + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n"
-                 + ''.join(f"- {line}\n" for line in nb.targets(big_rows)) + "<!-- results:end -->")
-        text, count = re.subn(r'<!-- results:start -->.*?<!-- results:end -->', lambda _: block, text, flags=re.S)
+        block = readme_block(nb, rows, big_rows, nb.device_title())
+        text, count = re.subn(r'<!-- results:start -->.*?<!-- results:end -->', lambda _: block, readme.read_text(), flags=re.S)
         if count != 1: raise SystemExit("README.md has no results markers to replace")
         readme.write_text(text)
         print("README.md results updated")

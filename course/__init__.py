@@ -13,9 +13,16 @@ own helpers, and imports of what the notebooks use from here.
 | `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
 | `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
 | `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
-| `timing` | `cuda_time_ms`: timing with CUDA events |
+| `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
-| `drawings` | the figures the notebooks draw |
+| `drawings` | the figures the notebooks draw: the tiling of notebook 02, the warp-tile map and the double-buffering timeline of notebook 10 |
+| `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace; their drawings; the memory-traffic table from ncu |
+| `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
+| `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
+| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel, its launcher, and its resources |
+| `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
+| `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
+| `memcheck` | running a script under compute-sanitizer's memcheck and reading its findings |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
 | `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |

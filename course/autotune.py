@@ -3,19 +3,32 @@
 nvcc runs as a separate process, so compiling in threads compiles in parallel: with `compile_cuda`'s
 light prelude one variant takes a few seconds of one core, and a machine with 16 cores builds 16 at a time.
 """
-import os, time
-from concurrent.futures import ThreadPoolExecutor
+import os, time, warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
+
+from tqdm.std import TqdmWarning
+
+with warnings.catch_warnings():
+    # In Jupyter without ipywidgets, tqdm.auto warns once and falls back to a text bar: the text bar is enough.
+    warnings.simplefilter('ignore', TqdmWarning)
+    from tqdm.auto import tqdm
 
 from .timing import cuda_time_ms
 
 
-def compile_all(variants, workers=None):
+def compile_all(variants, workers=None, progress=True):
     """Call `v.build()` for every variant in parallel threads; return the seconds it took.
-    Variants already built (or found in the compile cache) return at once."""
+    Variants already built (or found in the compile cache) return at once. `progress` shows a bar of the
+    variants compiled so far."""
+    variants = list(variants)
     start = time.perf_counter()
     with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
-        list(pool.map(lambda v: v.build(), variants))
+        builds = [pool.submit(v.build) for v in variants]
+        with tqdm(total=len(builds), desc='compiling', unit='variant', disable=not progress) as bar:
+            for build in as_completed(builds):
+                build.result()      # a failed compile raises here
+                bar.update()
     return time.perf_counter() - start
 
 
@@ -24,11 +37,14 @@ class Trial(NamedTuple):
     ms: float
 
 
-def autotune(variants, h, k, w, input_sets=4):
+def autotune(variants, h, k, w, input_sets=4, progress=True):
     """Time every variant on h x k @ k x w (calls back to back, rotating `input_sets` random input pairs)
-    and return the trials, fastest first. Variants are compiled first, in parallel."""
+    and return the trials, fastest first. Variants are compiled first, in parallel. `progress` shows bars
+    of the variants compiled and timed so far."""
     import torch
-    compile_all(variants)
+    variants = list(variants)
+    compile_all(variants, progress=progress)
     sets = [(torch.rand(h, k, device='cuda'), torch.rand(k, w, device='cuda')) for _ in range(input_sets)]
-    trials = [Trial(v, cuda_time_ms(v, arg_sets=sets, back_to_back=10, reps=5, warmup=1, max_seconds=0.5)) for v in variants]
+    trials = [Trial(v, cuda_time_ms(v, arg_sets=sets, back_to_back=10, reps=5, warmup=1, max_seconds=0.5))
+              for v in tqdm(variants, desc=f'timing {h}x{k}x{w}', unit='variant', disable=not progress)]
     return sorted(trials, key=lambda t: t.ms)

@@ -48,3 +48,188 @@ def draw_tiling(tw=4, tiles=3, block=(1, 1), ph=1, thread=(2, 1)):
                  f"then adds ms[tr][i] * ns[i][tc] for i < tw (the shaded row and column) to out[r, c]", fontsize=10)
     fig.tight_layout()
     return fig
+
+
+def warp_tile_shape(WM, WN, WMITER, TM, TN):
+    """The derived sizes of notebook 10's `warptiled` kernel: (WNITER, SUB_M, SUB_N, LANES_N), checked as its
+    static_asserts check them (a warp's 32 lanes cover a SUB_M x SUB_N sub-tile with TM x TN tiles)."""
+    WNITER = WM * WN // (32 * TM * TN * WMITER)
+    if WNITER < 1 or WNITER * 32 * TM * TN * WMITER != WM * WN or WM % WMITER or WN % WNITER:
+        raise ValueError(f"a {WM} x {WN} warp tile does not split into 32 lanes x {WMITER} rows of sub-tiles "
+                         f"of {TM} x {TN} outputs")
+    SUB_M, SUB_N = WM // WMITER, WN // WNITER
+    LANES_N = SUB_N // TN
+    if SUB_M % TM or SUB_N % TN or LANES_N * (SUB_M // TM) != 32:
+        raise ValueError(f"a warp's 32 lanes must cover a {SUB_M} x {SUB_N} sub-tile with {TM} x {TN} tiles")
+    return WNITER, SUB_M, SUB_N, LANES_N
+
+
+def warp_tile_owner(BM, BN, WM, WN, WMITER, TM, TN):
+    """Which warp and which lane compute each output of a BM x BN block tile in notebook 10's `warptiled`
+    kernel: two int arrays of shape (BM, BN), computed with the kernel's own formulas (wm0, wn0 and the
+    rows wm0 + i*SUB_M + r, columns wn0 + j*SUB_N + q of its final store). An output no lane computes
+    stays -1."""
+    import numpy as np
+    WNITER, SUB_M, SUB_N, LANES_N = warp_tile_shape(WM, WN, WMITER, TM, TN)
+    if BM % WM or BN % WN:
+        raise ValueError(f"{WM} x {WN} warp tiles do not cover a {BM} x {BN} block tile")
+    warp_of, lane_of = np.full((BM, BN), -1), np.full((BM, BN), -1)
+    for warp in range(BM // WM * (BN // WN)):
+        for lane in range(32):
+            wm0 = warp // (BN // WN) * WM + lane // LANES_N * TM
+            wn0 = warp % (BN // WN) * WN + lane % LANES_N * TN
+            for i in range(WMITER):
+                for j in range(WNITER):
+                    rows = slice(wm0 + i * SUB_M, wm0 + i * SUB_M + TM)
+                    cols = slice(wn0 + j * SUB_N, wn0 + j * SUB_N + TN)
+                    warp_of[rows, cols], lane_of[rows, cols] = warp, lane
+    return warp_of, lane_of
+
+
+def draw_warp_tiles(BM=128, BN=128, WM=64, WN=32, WMITER=2, TM=4, TN=4, lane=0, warp=0):
+    """Notebook 10's warp tiling, from the block tile down to one thread's registers.
+
+    Left: the BM x BN block tile, each warp's WM x WN piece in its own colour, a thin grid of TM x TN lane
+    tiles, the chosen warp's WMITER x WNITER sub-tiles outlined (dashed), and the chosen lane's TM x TN
+    squares filled dark and labelled (i, j): the outputs it keeps in registers. Right: the chosen warp,
+    enlarged, with the lane that computes each TM x TN tile written in it. Rectangles and labels carry a
+    gid ('warp', 'subtile', 'lane-square', 'lane-label') so that what is marked can be read back."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    warp_of, lane_of = warp_tile_owner(BM, BN, WM, WN, WMITER, TM, TN)
+    WNITER, SUB_M, SUB_N, LANES_N = warp_tile_shape(WM, WN, WMITER, TM, TN)
+    warps_n, warps = BN // WN, BM // WM * (BN // WN)
+    if not (0 <= warp < warps and 0 <= lane < 32):
+        raise ValueError(f"warp must be in [0, {warps}) and lane in [0, 32)")
+    colours = plt.get_cmap('tab20' if warps > 10 else 'tab10').colors
+    fig, (block_ax, warp_ax) = plt.subplots(1, 2, figsize=(10.5, 6.2), width_ratios=[BN, min(WN * BM / WM, 1.2 * BN)])
+
+    def grid(ax, rows, cols, row0=0, col0=0):
+        for r in range(0, rows + 1, TM):
+            ax.plot([col0, col0 + cols], [row0 + r, row0 + r], color='0.55', lw=0.3, zorder=1)
+        for c in range(0, cols + 1, TN):
+            ax.plot([col0 + c, col0 + c], [row0, row0 + rows], color='0.55', lw=0.3, zorder=1)
+
+    def subtile_outlines(ax, row0, col0, lw):
+        for i in range(WMITER):
+            for j in range(WNITER):
+                ax.add_patch(Rectangle((col0 + j * SUB_N, row0 + i * SUB_M), SUB_N, SUB_M, fill=False, ls='--',
+                                       lw=lw, ec='k', zorder=3, gid='subtile'))
+
+    # the block tile: warps in colour, lane-tile grid, warp borders
+    for w in range(warps):
+        row0, col0 = w // warps_n * WM, w % warps_n * WN
+        block_ax.add_patch(Rectangle((col0, row0), WN, WM, color=colours[w % len(colours)], alpha=0.45, lw=0,
+                                     zorder=0, gid='warp'))
+        block_ax.add_patch(Rectangle((col0, row0), WN, WM, fill=False, ec='k', lw=1.4, zorder=2))
+    grid(block_ax, BM, BN)
+    warp_row0, warp_col0 = warp // warps_n * WM, warp % warps_n * WN
+    subtile_outlines(block_ax, warp_row0, warp_col0, lw=1.6)
+    # the chosen lane's registers: one TM x TN square per sub-tile
+    mine = (warp_of == warp) & (lane_of == lane)
+    rows, cols = mine.nonzero()
+    for i in range(WMITER):
+        for j in range(WNITER):
+            in_sub = ((rows - warp_row0) // SUB_M == i) & ((cols - warp_col0) // SUB_N == j)
+            row, col = rows[in_sub].min(), cols[in_sub].min()
+            block_ax.add_patch(Rectangle((col, row), TN, TM, color='0.1', zorder=4, gid='lane-square'))
+            block_ax.annotate(f'({i},{j})', (col + TN, row + TM / 2), (col + TN + 1, row + TM / 2), fontsize=7,
+                              va='center', zorder=5, bbox=dict(boxstyle='round,pad=0.15', fc='w', ec='none', alpha=0.8))
+    # warp numbers, placed where they hide none of the chosen lane's squares
+    for w in range(warps):
+        row0, col0 = w // warps_n * WM, w % warps_n * WN
+        for row in (row0 + WM * 3 // 4, row0 + WM // 4, row0 + WM // 2):
+            r_lo, r_hi = max(row - TM, row0), min(row + TM, row0 + WM)
+            if not mine[r_lo:r_hi, col0:col0 + WN].any():
+                break
+        block_ax.text(col0 + WN / 2, row, f'warp {w}', ha='center', va='center', fontsize=8, zorder=5,
+                      bbox=dict(boxstyle='round,pad=0.2', fc='w', ec='none', alpha=0.75))
+    block_ax.add_patch(Rectangle((warp_col0, warp_row0), WN, WM, fill=False, ec='crimson', lw=2.5, zorder=6))
+    block_ax.set_title(f'block tile {BM} x {BN}: {warps} warps of {WM} x {WN}', fontsize=10)
+    block_ax.set_xticks(range(0, BN + 1, WN)); block_ax.set_yticks(range(0, BM + 1, WM))
+    block_ax.set_xlabel('column in the block tile'); block_ax.set_ylabel('row in the block tile')
+
+    # the chosen warp, enlarged: the lane of every TM x TN tile
+    warp_ax.add_patch(Rectangle((0, 0), WN, WM, color=colours[warp % len(colours)], alpha=0.45, lw=0, zorder=0))
+    grid(warp_ax, WM, WN)
+    subtile_outlines(warp_ax, 0, 0, lw=1.8)
+    for row in range(0, WM, TM):
+        for col in range(0, WN, TN):
+            owner = lane_of[warp_row0 + row, warp_col0 + col]
+            if owner == lane:
+                warp_ax.add_patch(Rectangle((col, row), TN, TM, color='0.1', zorder=2))
+            warp_ax.text(col + TN / 2, row + TM / 2, str(owner), ha='center', va='center', zorder=3,
+                         color='w' if owner == lane else 'k', gid='lane-label')
+    warp_ax.set_title(f'warp {warp}: {WMITER} x {WNITER} sub-tiles of {SUB_M} x {SUB_N},\n'
+                      f'lane numbers in each {TM} x {TN} tile', fontsize=10)
+    warp_ax.set_xticks(range(0, WN + 1, SUB_N)); warp_ax.set_yticks(range(0, WM + 1, SUB_M))
+    warp_ax.set_xlabel('column in the warp tile')
+    for ax, (rows, cols) in ((block_ax, (BM, BN)), (warp_ax, (WM, WN))):
+        ax.set_xlim(-0.5, cols + 0.5); ax.set_ylim(rows + 0.5, -0.5); ax.set_aspect('equal')
+        ax.xaxis.tick_top(); ax.xaxis.set_label_position('top')
+        for spine in ax.spines.values(): spine.set_visible(False)
+    fig.suptitle(f'Warp tiling, BM={BM} BN={BN} WM={WM} WN={WN} WMITER={WMITER} (so WNITER={WNITER}) TM={TM} TN={TN}:\n'
+                 f'lane {lane} of warp {warp} computes the {WMITER * WNITER} dark {TM} x {TN} squares, '
+                 f'{WMITER * TM * WNITER * TN} outputs in registers', fontsize=10, y=0.02, va='bottom')
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    # lane numbers as large as the smaller side of a lane tile allows, at most 7 points
+    box = warp_ax.get_position()
+    points_per_unit = min(box.width * fig.get_figwidth() / (WN + 1), box.height * fig.get_figheight() / (WM + 1)) * 72
+    for text in warp_ax.texts:
+        text.set_fontsize(min(7.0, 0.42 * points_per_unit * min(TM, TN)))
+    return fig
+
+
+# colours of the double-buffering timeline's events, and the rows they are drawn on
+EVENT_STYLE = {'load': dict(color='tab:orange', label='load from global memory (latency, in flight)'),
+               'store': dict(color='tab:green', label='store into shared memory'),
+               'math': dict(color='tab:blue', label='math on the tile in shared memory'),
+               'barrier': dict(color='0.15', label='barrier (__syncthreads)', hatch='////')}
+
+
+def draw_double_buffering(tiles=4, load=None, math=None, store=None, barrier=None):
+    """The timelines of one block of notebook 10's `warptiled` kernel with one buffer and with two
+    (course.double_buffering's model; None takes its defaults). Each buffer count gets two rows: the
+    global loads in flight, and what the block's threads do (store, math, barrier). The end of each is
+    marked with its total time. The bar of event i of a timeline carries the gid 'STAGES:i' so that what is
+    drawn can be read back."""
+    import matplotlib.pyplot as plt
+    from . import double_buffering as db
+    times = dict(load=db.LOAD if load is None else load, math=db.MATH if math is None else math,
+                 store=db.STORE if store is None else store, barrier=db.BARRIER if barrier is None else barrier)
+    runs = {stages: db.timeline(tiles, stages=stages, **times) for stages in (1, 2)}
+    fig, ax = plt.subplots(figsize=(11, 4.2))
+    rows, labels = {}, []
+    for stages, name in ((1, 'one buffer'), (2, 'two buffers')):
+        base = (2 - stages) * 2.6      # one buffer drawn on top
+        rows[stages, 'load'] = base + 1
+        rows[stages, 'threads'] = base
+        labels += [(base + 1, f'{name}: loads in flight'), (base, f'{name}: threads')]
+    seen = set()
+    for stages, run in runs.items():
+        for index, e in enumerate(run.events):
+            style = dict(EVENT_STYLE[e.what])
+            label = style.pop('label')
+            y = rows[stages, 'load' if e.what == 'load' else 'threads']
+            bar = ax.barh(y, e.end - e.start, left=e.start, height=0.7, edgecolor='w', linewidth=0.8,
+                          label=None if e.what in seen else label, **style)
+            seen.add(e.what)
+            bar.patches[0].set_gid(f'{stages}:{index}')
+            if e.what in ('load', 'math') and e.end - e.start > 0:
+                ax.text((e.start + e.end) / 2, y, f'{e.what} {e.tile}', ha='center', va='center', fontsize=8,
+                        color='w' if e.what == 'math' else 'k')
+        top = rows[stages, 'load'] + 0.45
+        ax.plot([run.total, run.total], [rows[stages, 'threads'] - 0.45, top], color='crimson', lw=1.5)
+        ax.text(run.total, top + 0.05, f' total {run.total:.1f}', color='crimson', fontsize=9, va='bottom',
+                gid=f'total:{stages}')
+    ax.set_yticks([y for y, _ in labels], [text for _, text in labels])
+    ax.set_ylim(-0.6, 5.0)
+    ax.set_xlim(0, max(run.total for run in runs.values()) * 1.1)
+    ax.set_xlabel(f"time (abstract units: a tile's math takes {times['math']:g}, a global load's latency "
+                  f"{times['load']:g}, a store {times['store']:g}, a barrier {times['barrier']:g})")
+    ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.set_title(f'One block, {tiles} tiles of K: with two buffers, the load of tile t+1 is in flight '
+                 f'while tile t is multiplied', fontsize=10)
+    for side in ('top', 'right'): ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig

@@ -30,7 +30,7 @@ def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, time
     """Run `python -c snippet` under ncu and return {counter: value} for the last launch of a kernel whose
     name matches `kernel_regex`. Raises RuntimeError with ncu's own words when it fails."""
     if ncu_unavailable(): raise RuntimeError(ncu_unavailable())
-    cmd = [cuda_tool('ncu'), '--csv', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
+    cmd = [cuda_tool('ncu'), '--csv', '--print-units', 'base', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
            sys.executable, '-c', snippet]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
     rows = [r for r in csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"'))))]

@@ -1,9 +1,34 @@
-"The benchmark commands: on a CPU-only machine they say in one line that they need a GPU, and exit 0."
-import subprocess, sys
+"""The benchmark: on a CPU-only machine the commands say in one line that they need a GPU, and exit 0; notebook 11's
+tables, verdicts, charts and README block are checked on made-up timings; its FMA-ceiling kernel is compiled."""
+import importlib.util, re, subprocess, sys
 
-import pytest
+import matplotlib
+matplotlib.use('Agg')
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
 
-from conftest import HAS_GPU, ROOT
+import utils  # noqa: E402
+from conftest import HAS_GPU, ROOT  # noqa: E402
+from course.timing import spread  # noqa: E402
+
+
+@pytest.fixture(scope='module')
+def nb():
+    return utils.import_notebook('11')
+
+
+@pytest.fixture(scope='module')
+def bench():
+    spec = importlib.util.spec_from_file_location('bench_script', ROOT / 'bench' / 'bench.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close('all')
 
 
 @pytest.mark.skipif(HAS_GPU, reason="checks the CPU-only path")
@@ -16,8 +41,142 @@ def test_benchmarks_say_they_need_a_gpu(script):
 
 
 def test_benchmark_uses_the_notebooks_kernels():
-    "Notebook 11 builds its list of kernels from the teaching notebooks, not from copies."
+    "Notebook 11 builds its list of kernels from the teaching notebooks, not from copies: its one kernel is the FMA ceiling."
     from course.notebook_import import exported_cells, NOTEBOOK_DIR
     src = '\n'.join(exported_cells(NOTEBOOK_DIR / '11_benchmarks.ipynb'))
-    for nb in ('01', '05', '06', '07', '08', '09', '10'): assert f"'{nb}'" in src
-    assert '__global__' not in src and '@cuda.jit' not in src
+    for n in ('01', '05', '06', '07', '08', '09', '10'): assert f"'{n}'" in src
+    assert re.findall(r'__global__\s+void\s+(\w+)', src) == ['fma_chains'] and '@cuda.jit' not in src
+
+
+def fake_spreads(nb, medians, width=0.01):
+    "{name: Spread} whose 25 rounds spread evenly over median +- width (relative)."
+    return {name: spread([m * (1 + width * (i - 12) / 12) for i in range(25)]) for name, m in medians.items()}
+
+
+MEDIANS = {'fast one': 0.30, 'close one': 0.3305, 'slow one': 0.60, 'Triton fp32 (IEEE), autotuned': 0.34,
+           'cuBLAS fp32 (TF32 off)': 0.33, 'cuBLAS TF32 (tensor cores)': 0.07, 'torch.zeros of the output only': 0.04}
+
+
+@pytest.fixture
+def rows(nb):
+    return nb.table(fake_spreads(nb, MEDIANS), 2 * 5120 * 256 * 5120)
+
+
+def test_table_rows_are_medians_over_cublas_with_verdicts(nb, rows):
+    assert [r.name for r in rows] == sorted(MEDIANS, key=MEDIANS.get)
+    by_name = {r.name: r for r in rows}
+    assert by_name['slow one'].vs_cublas == pytest.approx(0.60 / 0.33)
+    assert by_name['slow one'].tflops == pytest.approx(2 * 5120 * 256 * 5120 / 0.60 / 1e9)
+    assert by_name['fast one'].verdict == 'faster'                 # middle halves 0.2985-0.3015 and 0.328-0.332
+    assert by_name['close one'].verdict == 'on par'                # overlapping middle halves
+    assert by_name['slow one'].verdict == 'slower'
+    assert by_name['cuBLAS fp32 (TF32 off)'].verdict == '-'
+
+
+def test_targets_and_summary_state_the_verdicts(nb, rows):
+    best, triton = nb.targets(rows)
+    assert best.startswith('best course kernel: fast one') and best.endswith(': faster')
+    assert triton.startswith('Triton: Triton fp32') and triton.endswith(': slower')
+    summary = nb.verdict_summary(rows)
+    assert summary[0] == 'faster than cuBLAS fp32 (2): cuBLAS TF32 (tensor cores), fast one'   # the zeros floor left out
+    assert summary[1] == 'on par with cuBLAS fp32 (1): close one'
+    assert summary[2] == 'slower than cuBLAS fp32 (2): Triton fp32 (IEEE), autotuned, slow one'
+
+
+def test_step_comparisons_use_the_verdict(nb):
+    spreads = fake_spreads(nb, {'naive CUDA C (01)': 2.6, 'dynamic shared, runtime tw (05)': 2.1,
+                                'cuBLAS fp32 (TF32 off)': 0.33})
+    lines = nb.verdict_summary(nb.table(spreads, 1e9))
+    step = [l for l in lines if l.startswith('dynamic shared, runtime tw (05)')]
+    assert len(step) == 1 and step[0].endswith(': faster') and "naive CUDA C (01)'s time" in step[0]
+
+
+def test_print_table_shows_tiles_and_padding_for_a_shape(nb, rows, capsys):
+    nb.TILES['slow one'] = (128, 128, 8)
+    nb.TILES['fast one'] = lambda shape: (16, 16, 16)
+    try:
+        nb.print_table(rows, shape=(50000, 784, 10))
+    finally:
+        del nb.TILES['slow one'], nb.TILES['fast one']
+    out = {line.split()[0] + ' ' + line.split()[1]: line for line in capsys.readouterr().out.splitlines()}
+    assert out['slow one'].split()[-2:] == ['128x128x8', '92.2%']
+    assert out['fast one'].split()[-2:] == ['16x16x16', '37.5%']
+    assert out['close one'].split()[-2:] == ['-', '-']
+
+
+def test_back_to_back_keeps_rounds_short():
+    nb = utils.import_notebook('11')
+    assert nb.back_to_back_for(5120, 256, 5120) == 10 and nb.back_to_back_for(256, 256, 256) == 10
+    assert nb.back_to_back_for(4096, 4096, 4096) == 2 and nb.back_to_back_for(8192, 8192, 8192) == 1
+
+
+def test_markdown_table_and_readme_block(nb, bench, rows):
+    table = bench.markdown_table(rows).splitlines()
+    assert 'median ms' in table[0] and 'middle half' in table[0] and 'vs cuBLAS fp32' in table[0]
+    assert len(table) == 2 + len(rows)
+    slow = next(l for l in table if l.startswith('| slow one'))
+    cells = [c.strip() for c in slow.strip('|').split('|')]
+    assert cells == ['slow one', '0.600', '0.597-0.603', f'{2 * 5120 * 256 * 5120 / 0.6 / 1e9:.1f}', '1.82', 'slower']
+    block = bench.readme_block(nb, rows, rows, 'a made-up GPU')
+    assert block.startswith('<!-- results:start -->') and block.endswith('<!-- results:end -->')
+    assert block.count('| kernel |') == 2 and block.count('- best course kernel:') == 2 and 'a made-up GPU' in block
+
+
+def test_bar_chart_colours_hatches_and_whiskers(nb, rows):
+    styles = nb.kernel_styles(list(MEDIANS))
+    fig = nb.bar_chart(rows, styles=styles)
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == [r.name for r in rows][::-1]                  # the fastest at the top
+    bars = [p for p in ax.patches]
+    assert len(bars) == len(rows)
+    for bar, name in zip(bars, labels):
+        assert matplotlib.colors.to_hex(bar.get_facecolor()) == matplotlib.colors.to_hex(styles[name]['color'])
+        assert bool(bar.get_hatch()) == (name in {'cuBLAS fp32 (TF32 off)', 'cuBLAS TF32 (tensor cores)',
+                                                  'torch.zeros of the output only'})
+        row = next(r for r in rows if r.name == name)
+        assert bar.get_width() == pytest.approx(row.ms)
+    whiskers = [c for c in ax.containers if isinstance(c, matplotlib.container.ErrorbarContainer)]
+    (low, high), = [seg for seg in whiskers[-1][2][0].get_segments()]      # the top bar's whisker: its middle half
+    assert (low[0], high[0]) == (pytest.approx(rows[0].time.q1), pytest.approx(rows[0].time.q3))
+
+
+def test_sweep_chart_lines_are_distinct_and_the_legend_outside(nb):
+    names = [f'kernel {i}' for i in range(18)] + ['cuBLAS fp32 (TF32 off)']
+    sweep = {s: fake_spreads(nb, {n: 0.001 * s / 256 * (1 + i / 10) for i, n in enumerate(names)}) for s in (256, 512, 1024)}
+    fig = nb.sweep_chart(sweep)
+    ax = fig.axes[0]
+    lines = {c.get_label(): c[0] for c in ax.containers}          # each errorbar's line through its medians
+    assert set(lines) == set(names)
+    assert len({(matplotlib.colors.to_hex(l.get_color()), l.get_marker()) for l in lines.values()}) == len(names)
+    assert lines['cuBLAS fp32 (TF32 off)'].get_linestyle() == '--' and lines['kernel 0'].get_linestyle() == '-'
+    s = 512
+    assert lines['kernel 3'].get_ydata()[1] == pytest.approx(2 * s**3 / sweep[s]['kernel 3'].median / 1e9)
+    fig.draw_without_rendering()
+    assert len(fig.legends) == 1 and fig.legends[0].get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_profile_snippet_is_python_that_names_the_kernel(nb):
+    snippet = nb.profile_snippet("Numba, constant tw (08)", (5120, 256, 5120), {'variant': 3})
+    compile(snippet, '<snippet>', 'exec')
+    assert "'Numba, constant tw (08)'" in snippet and "{'variant': 3}" in snippet and 'torch.randn(5120, 256' in snippet
+
+
+@pytest.mark.skipif(not utils.nvcc_available(), reason="needs nvcc (the CUDA compiler), not found here")
+def test_fma_ceiling_kernel_compiles_to_a_loop_of_fmas(nb):
+    "The FMA-ceiling loop is one round of CHAINS x UNROLL multiply-adds and the few instructions that count rounds."
+    from course.disassembly import cuda_ptx, innermost_loop
+    module = utils.compile_cuda(nb.FMA_CEILING_SRC, arch='sm_90')
+    assert {'fma_chains_launch', 'fma_chains_blocks', 'fma_chains_per_round'} <= set(module.functions)
+    loop = innermost_loop(cuda_ptx(nb.FMA_CEILING_SRC, arch='sm_90'))
+    fmas = sum(line.startswith('fma') for line in loop)
+    assert fmas == 8 * 16 and fmas / len(loop) > 0.95
+
+
+def test_kernel_styles_keep_black_and_greys_for_the_references(nb):
+    names = [f'kernel {i}' for i in range(17)] + [nb.REFERENCE, nb.TF32, nb.FLOOR]
+    styles = nb.kernel_styles(names)
+    assert styles[nb.REFERENCE]['color'] == 'k' and styles[nb.FLOOR]['color'] == '0.75'
+    colours = [matplotlib.colors.to_hex(styles[n]['color']) for n in names]
+    assert len(set(colours)) == len(names)                                   # 20 series, 20 colours
+    assert all(len(set(matplotlib.colors.to_rgb(c))) > 1 for c in colours[:17])   # greys only for the references

@@ -1,30 +1,13 @@
-"""A model of shared-memory banks, for the checks of notebook 06's exercises.
+"""The bank model of course/shared_banks.py applied to the checks of notebook 06's exercises: every warp's
+shared-memory accesses in a simulated launch, and the worst bank conflict among them, in a sentence.
 
-Shared memory is split into 32 banks, each 4 bytes wide: the 4-byte word w lies in bank w % 32. A warp's
-shared-memory instruction is served in one pass when its 32 lanes touch 32 different banks. Lanes that
-touch the same word share it (a broadcast); lanes that touch different words of one bank are served one
-word after another: n different words in one bank make an n-way bank conflict, n passes instead of one.
-
-Here a warp is 32 consecutive threads of a block (x fastest, then y), and its j-th shared read (or write)
-is the j-th shared read of each of its lanes, from the checking simulator's trace. The simulated buffers
-hold 4-byte floats, so an index into the shared buffer is a word."""
+A warp is 32 consecutive threads of a block (x fastest, then y), and its j-th shared read (or write) is
+the j-th shared read of each of its lanes, from the checking simulator's trace. The simulated buffers
+hold 4-byte floats, so an index into the shared buffer is a word: the model's unit."""
 from collections import defaultdict
 from dataclasses import dataclass
 
-BANKS = 32
-WARP_SIZE = 32
-
-
-def bank_of(word): return word % BANKS
-
-
-def conflict_ways(words):
-    """(ways, bank, the different words in that bank) for one warp's access to `words` (one per lane):
-    the most different words any one bank must serve."""
-    per_bank = defaultdict(set)
-    for word in words: per_bank[bank_of(word)].add(word)
-    bank = min(per_bank, key=lambda b: (-len(per_bank[b]), b))
-    return len(per_bank[bank]), bank, sorted(per_bank[bank])
+from ..shared_banks import WARP_SIZE, column_ways, conflict_ways   # the bank model itself; column_ways for lesson_06
 
 
 def ordinal(n): return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
@@ -70,8 +53,3 @@ def worst_conflict(trace, block_dim, kind='read'):
     found = warp_accesses(trace, block_dim, kind)
     return max(found, key=lambda a: a.conflict[0]) if found else None   # max keeps the first of equals
 
-
-def column_ways(rows, row_stride):
-    """The bank conflict of a warp reading one column of a tile of `rows` rows stored `row_stride` words
-    apart, lane i in row i: (ways, bank, the different words in that bank). A row is always conflict-free."""
-    return conflict_ways([lane * row_stride for lane in range(min(rows, WARP_SIZE))])

@@ -1,0 +1,82 @@
+"""One compiled variant of a C++ template kernel, callable as a matmul: notebook 10's kernels and its autotuner.
+
+A template kernel's tile sizes are compile-time constants, so each choice of them is a kernel of its own.
+`TemplateVariant` writes, for one choice, an `extern "C"` launcher that instantiates the template with those
+values, compiles kernel and launcher with `compile_cuda` (a few seconds, cached), and calls it on torch
+tensors with the course's input checks. It also reads back the resources the compiler gave the kernel.
+
+The kernel's signature is fixed: `(const float* A, const float* B, float* C, int M, int N, int K, bool aligned)`,
+with `aligned` saying whether 16-byte (float4) loads are allowed: every row of A, B and C starts on 16 bytes.
+"""
+import re
+
+from .cuda_library import compile_cuda, cuda_prelude
+from .input_checks import check_matmul_inputs
+
+LAUNCHER = r'''
+static const auto kernel = {kernel}<{args}>;
+static const int THREADS = {threads}, SHARED = {shared};
+extern "C" cudaError_t matmul(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {{
+    // A kernel may use more than 48 KiB of dynamic shared memory only if it says so first.
+    static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
+    if (shared_ok != cudaSuccess) return shared_ok;
+    const bool aligned = K % 4 == 0 && N % 4 == 0 && ((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) % 16 == 0;
+    const unsigned blocks = cdiv(M, {bm}) * cdiv(N, {bn});     // one block per tile, in a 1-D grid (no 65535 limit)
+    kernel<<<blocks, THREADS, SHARED, stream>>>(A, B, C, M, N, K, aligned);
+    return cudaGetLastError();
+}}
+// 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per multiprocessor, 3: local memory per thread
+extern "C" int kernel_resource(int which) {{
+    cudaFuncAttributes attr;
+    if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return -1;
+    int blocks = 0;
+    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, THREADS, SHARED);
+    const int values[] = {{attr.numRegs, (int)attr.sharedSizeBytes + SHARED, blocks, (int)attr.localSizeBytes}};
+    return values[which];
+}}
+'''
+
+
+def template_parameters(source, name):
+    "The names of kernel `name`'s template parameters, in order (defaults dropped)."
+    found = re.search(r'template\s*<([^>]*)>\s*__global__.*?\b' + name + r'\s*\(', source, re.S)
+    if not found: raise ValueError(f"no `template <...> __global__ ... {name}(` in the source")
+    return [p.split('=')[0].split()[-1] for p in found.group(1).split(',')]
+
+
+class TemplateVariant:
+    """Kernel `name` of `source` (a template) instantiated with `params`, launched with `threads` threads per
+    block, `shared_bytes` of dynamic shared memory, and one block per BM x BN tile of C.
+    Callable as fn(m, n); compiled on first use or by build(). Parameters named in `params` but not in the
+    template (e.g. 'vector') only describe the variant."""
+    def __init__(self, source, name, threads, shared_bytes=0, **params):
+        self.name, self.params, self.threads, self.shared_bytes = name, params, threads, shared_bytes
+        values = {**params, 'THREADS': threads}
+        args = ', '.join(str(values[p]) for p in template_parameters(source, name))
+        self.source = cuda_prelude + source + LAUNCHER.format(
+            kernel=name, args=args, threads=threads, shared=shared_bytes, bm=params['BM'], bn=params['BN'])
+        self._module = None
+
+    def build(self):
+        if self._module is None: self._module = compile_cuda(self.source)
+        return self
+
+    def __call__(self, m, n):
+        import torch
+        h, k, w = check_matmul_inputs(m, n)
+        out = torch.empty(h, w, device=m.device)
+        self.build()._module.matmul(m, n, out, h, w, k)
+        return out
+
+    def resources(self):
+        """Registers and local memory per thread, shared KiB per block, threads per block, blocks per SM and
+        occupancy, from the CUDA runtime."""
+        import torch
+        regs, shared, blocks, local = (self.build()._module.kernel_resource(i) for i in range(4))
+        per_sm = torch.cuda.get_device_properties(0).max_threads_per_multi_processor
+        return dict(registers=regs, shared_kib=shared / 1024, threads=self.threads, blocks_per_sm=blocks,
+                    occupancy=blocks * self.threads / per_sm, local_bytes=local)
+
+    def __repr__(self):
+        return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items() if k != 'vector')})"
