@@ -26,20 +26,27 @@ def ncu_unavailable():
     return None if cuda_tool('ncu') else "Nsight Compute (ncu) is not installed here, so no counters were read"
 
 
-def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
-    """Run `python -c snippet` under ncu and return {counter: value} for the last launch of a kernel whose
-    name matches `kernel_regex`. Raises RuntimeError with ncu's own words when it fails."""
+def ncu_launches(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
+    """Run `python -c snippet` under ncu and return [(kernel name, {counter: value})], one entry per launch of a
+    kernel whose name matches `kernel_regex`, in launch order. Raises RuntimeError with ncu's own words when it
+    reads nothing."""
     if ncu_unavailable(): raise RuntimeError(ncu_unavailable())
-    cmd = [cuda_tool('ncu'), '--csv', '--print-units', 'base', '--metrics', ','.join(counters), '--kernel-name', f'regex:{kernel_regex}',
-           sys.executable, '-c', snippet]
+    cmd = [cuda_tool('ncu'), '--csv', '--print-units', 'base', '--metrics', ','.join(counters),
+           '--kernel-name', f'regex:{kernel_regex}', sys.executable, '-c', snippet]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
-    rows = [r for r in csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"'))))]
+    rows = list(csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"')))))
     if not rows:
         said = [l for l in (res.stdout + res.stderr).splitlines() if 'ERR' in l or 'rror' in l]
         raise RuntimeError(f"ncu read no counters: {(said or ['(no message)'])[-1].strip()}")
-    last_id = rows[-1]['ID']
-    values = {}
+    launches = {}                                   # ID -> (name, values), in the order ncu listed them
     for r in rows:
-        if r['ID'] == last_id:
-            values[r['Metric Name']] = float(r['Metric Value'].replace(',', '')) if r['Metric Value'] not in ('', 'n/a') else float('nan')
-    return values
+        name, values = launches.setdefault(r['ID'], (r.get('Kernel Name', ''), {}))
+        value = r['Metric Value'].replace(',', '')
+        values[r['Metric Name']] = float(value) if value not in ('', 'n/a') else float('nan')
+    return list(launches.values())
+
+
+def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
+    """{counter: value} for the last launch of a kernel whose name matches `kernel_regex` in `python -c snippet`,
+    from ncu. Raises RuntimeError with ncu's own words when it fails."""
+    return ncu_launches(snippet, kernel_regex, counters, cwd, timeout)[-1][1]

@@ -67,10 +67,12 @@ def spread(samples):
     return Spread(float(med), float(q1), float(q3), tuple(samples))
 
 
-def verdict(ours, theirs):
-    """'faster' or 'slower' only where the middle halves of the two spreads do not overlap; else 'on par'."""
-    if ours.q3 < theirs.q1: return 'faster'
-    if ours.q1 > theirs.q3: return 'slower'
+def verdict(ours, theirs, margin=0.02):
+    """'faster' or 'slower' only where the middle halves of the two spreads do not overlap AND the medians differ
+    by more than `margin` (2%: between runs, clocks and inputs move a kernel's time by about that much); else
+    'on par'."""
+    if ours.q3 < theirs.q1 and ours.median < theirs.median * (1 - margin): return 'faster'
+    if ours.q1 > theirs.q3 and ours.median > theirs.median * (1 + margin): return 'slower'
     return 'on par'
 
 
@@ -78,8 +80,9 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
     """{name: Spread} for kernels fn(m, n) on h x k @ k x w, measured so that no kernel is favoured:
 
     - the inputs rotate through `l2_overflowing_inputs`, so none is served from L2 left warm by the call before;
-    - the kernels are interleaved: each round times every kernel once (`back_to_back` calls queued, their
-      mean), in an order that changes from round to round, so that a slow spell of the GPU (clock, heat,
+    - the kernels are interleaved: each round times every kernel once (`back_to_back` calls queued behind an
+      untimed one, their mean: the GPU's time per call, not the CPU's launch), in an order that changes from
+      round to round, so that a slow spell of the GPU (clock, heat,
       another process) falls on all of them alike instead of on whichever was timed then;
     - `rounds` samples each (at least 20 for a claim), summarised as a median and an interquartile range.
     Call it after any autotuning, so that the winner's time is a fresh measurement, not its selection run."""
@@ -97,7 +100,8 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
         order.shuffle(names)
         for name in names:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
+            kernels[name](*sets[next(calls) % len(sets)])      # untimed: the GPU is busy when the clock starts,
+            start.record()                                      # so the timed calls' CPU work overlaps GPU work
             for _ in range(back_to_back): kernels[name](*sets[next(calls) % len(sets)])
             end.record()
             end.synchronize()

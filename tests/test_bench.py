@@ -156,10 +156,26 @@ def test_sweep_chart_lines_are_distinct_and_the_legend_outside(nb):
     assert len(fig.legends) == 1 and fig.legends[0].get_window_extent().x0 >= ax.get_window_extent().x1
 
 
-def test_profile_snippet_is_python_that_names_the_kernel(nb):
-    snippet = nb.profile_snippet("Numba, constant tw (08)", (5120, 256, 5120), {'variant': 3})
+def test_traffic_snippet_is_python_that_calls_each_kernel_after_a_marker(nb):
+    names = ["Numba, constant tw (08)", "naive CUDA C (01)"]
+    snippet = nb.traffic_snippet(names, (5120, 256, 5120), {'variant': 3})
     compile(snippet, '<snippet>', 'exec')
-    assert "'Numba, constant tw (08)'" in snippet and "{'variant': 3}" in snippet and 'torch.randn(5120, 256' in snippet
+    assert repr(names) in snippet and "{'variant': 3}" in snippet and 'torch.randn(5120, 256' in snippet
+    assert snippet.count('torch.cuda._sleep') == 2      # before each call, and once after the last
+
+
+def test_dram_traffic_splits_the_launches_at_the_markers(nb, monkeypatch):
+    "Every launch between two markers is the call's: a kernel of two launches sums both; a call with none is missing."
+    read, written = nb.DRAM_COUNTERS
+    launch = lambda kernel, r, w: (kernel, {read: r, written: w})
+    fake = [launch('distribution_kernel', 9e9, 9e9), launch(nb.MARKER, 0, 0), launch('naive', 2e7, 1e8),
+            launch(nb.MARKER, 0, 0), launch('gemm_part', 1e7, 5e7), launch('reduce', 1e6, 5e7),
+            launch(nb.MARKER, 0, 0), launch(nb.MARKER, 0, 0)]
+    monkeypatch.setattr(nb, 'ncu_launches', lambda *a, **k: fake)
+    monkeypatch.setattr(nb, 'tuning_choices', lambda shape: {'variant': 0, 'triton_config': 0})
+    traffic, missing = nb.dram_traffic(['naive CUDA C (01)', 'cuBLAS fp32 (TF32 off)', 'template tw=16 (07)'])
+    assert traffic == {'naive CUDA C (01)': (2e7, 1e8), 'cuBLAS fp32 (TF32 off)': (1.1e7, 1e8)}
+    assert missing == {'template tw=16 (07)': 'no launch was recorded'}
 
 
 @pytest.mark.skipif(not utils.nvcc_available(), reason="needs nvcc (the CUDA compiler), not found here")

@@ -1,0 +1,64 @@
+"""The fair comparison's arithmetic (course/timing.py) and the parsing of Nsight Compute's CSV
+(course/profiling.py): what every speed claim and counter of the course rests on, checked without a GPU."""
+import subprocess
+
+import pytest
+
+from course import profiling
+from course.timing import Spread, spread, verdict
+
+
+def test_spread_is_median_and_quartiles():
+    s = spread([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median, s.q1, s.q3) == (3.0, 2.0, 4.0) and sorted(s.samples) == [1, 2, 3, 4, 5]
+    assert str(s) == "3.000 ms (middle half 2.000-4.000)"
+
+
+def test_verdict_needs_separate_middle_halves():
+    fast, slow = spread([1.0, 1.01, 1.02, 1.03]), spread([1.10, 1.11, 1.12, 1.13])
+    assert verdict(fast, slow) == 'faster' and verdict(slow, fast) == 'slower'
+    overlapping = spread([1.0, 1.05, 1.15, 1.2])
+    assert verdict(overlapping, slow) == 'on par' and verdict(slow, overlapping) == 'on par'
+
+
+def test_verdict_calls_a_tiny_difference_on_par():
+    "Middle halves apart but medians within 2%: a difference a rerun can reverse is not a claim."
+    a, b = Spread(1.000, 0.999, 1.001, ()), Spread(1.010, 1.009, 1.011, ())
+    assert verdict(a, b) == 'on par' and verdict(b, a) == 'on par'
+    assert verdict(a, b, margin=0.005) == 'faster'
+
+
+CSV = '''==PROF== Connected to process 1
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python","h","spin_kernel","1","7","Command line profiler metrics","dram__bytes_read.sum","byte","0"
+"1","1","python","h","gemm_a","1","7","Command line profiler metrics","dram__bytes_read.sum","byte","10,485,760"
+"1","1","python","h","gemm_a","1","7","Command line profiler metrics","dram__bytes_write.sum","byte","n/a"
+"2","1","python","h","reduce","1","7","Command line profiler metrics","dram__bytes_read.sum","byte","2048"
+'''
+
+
+def fake_ncu(stdout, monkeypatch):
+    monkeypatch.setattr(profiling, 'ncu_unavailable', lambda: None)
+    monkeypatch.setattr(profiling, 'cuda_tool', lambda name: '/usr/bin/ncu')
+    seen = {}
+    def run(cmd, **kwargs):
+        seen['cmd'] = cmd
+        return subprocess.CompletedProcess(cmd, 0, stdout, '==ERROR== something went wrong\n')
+    monkeypatch.setattr(profiling.subprocess, 'run', run)
+    return seen
+
+
+def test_ncu_launches_lists_every_launch_in_order(monkeypatch):
+    seen = fake_ncu(CSV, monkeypatch)
+    launches = profiling.ncu_launches('pass', '.', counters=['dram__bytes_read.sum', 'dram__bytes_write.sum'])
+    assert [name for name, _ in launches] == ['spin_kernel', 'gemm_a', 'reduce']
+    assert launches[1][1]['dram__bytes_read.sum'] == 10485760
+    assert launches[1][1]['dram__bytes_write.sum'] != launches[1][1]['dram__bytes_write.sum']      # n/a: NaN
+    assert seen['cmd'][seen['cmd'].index('--print-units') + 1] == 'base'      # bytes, not scaled to MB
+    assert profiling.ncu_counters('pass', '.', counters=['dram__bytes_read.sum']) == {'dram__bytes_read.sum': 2048}
+
+
+def test_ncu_that_reads_nothing_says_why(monkeypatch):
+    fake_ncu('==PROF== Disconnected\n', monkeypatch)
+    with pytest.raises(RuntimeError, match='something went wrong'):
+        profiling.ncu_launches('pass', '.')
