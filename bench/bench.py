@@ -34,7 +34,8 @@ def readme_block(nb, rows, big_rows, device):
     bullets = lambda lines: ''.join(f"- {line}\n" for line in lines)
     return (f"<!-- results:start -->\nMeasured by `python bench/bench.py --readme` on {device}. Each kernel's time is "
             f"the median over interleaved rounds of the GPU's time per call; the middle half spans the middle half of "
-            f"the rounds; the verdict says faster or slower only where two middle halves do not overlap.\n\n"
+            f"the rounds; the verdict says faster or slower only where two middle halves do not overlap and the medians "
+            f"differ by more than 2%.\n\n"
             f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n" + bullets(nb.targets(rows))
             + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
             + "<!-- results:end -->")

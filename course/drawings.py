@@ -177,6 +177,7 @@ def draw_warp_tiles(BM=128, BN=128, WM=64, WN=32, WMITER=2, TM=4, TN=4, lane=0, 
     points_per_unit = min(box.width * fig.get_figwidth() / (WN + 1), box.height * fig.get_figheight() / (WM + 1)) * 72
     for text in warp_ax.texts:
         text.set_fontsize(min(7.0, 0.42 * points_per_unit * min(TM, TN)))
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
 
 
@@ -232,4 +233,5 @@ def draw_double_buffering(tiles=4, load=None, math=None, store=None, barrier=Non
                  f'while tile t is multiplied', fontsize=10)
     for side in ('top', 'right'): ax.spines[side].set_visible(False)
     fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
