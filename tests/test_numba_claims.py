@@ -135,3 +135,13 @@ def test_memcheck_names_a_numba_kernels_read_past_the_end_and_its_line(tmp_path)
     assert 'in off_by_one.py, line 7' in errors[0]
     assert any('of size 12 bytes' in line for line in errors[0])
     assert summary.startswith('ERROR SUMMARY') and not summary.endswith(' 0 errors')
+
+
+def test_the_exercise_checker_reads_memchecks_report_with_the_same_parser():
+    "One parser of memcheck's report: the exercise checker's sentence is the first finding, as memcheck_findings reads it."
+    from course.exercises.parts import sanitizer_sentence
+    assert sanitizer_sentence('memcheck', REPORT, 1) == (
+        "out of bounds on the GPU: Invalid __global__ read of size 4 bytes; in off_by_one.py, line 9; "
+        "by thread (0,0,0) in block (0,0,0); Address 0x7f3a5e000014 is out of bounds")
+    assert sanitizer_sentence('memcheck', "========= Program hit an error\n", 3).startswith(
+        "compute-sanitizer's memcheck failed (exit code 3): Program hit an error")

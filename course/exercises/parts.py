@@ -235,9 +235,10 @@ def sanitizer_sentence(tool, out, code):
         hit = next((l for l in lines if 'hazard' in l.lower() or 'race' in l.lower()), '')
         return ("a barrier (__syncthreads()) is missing: compute-sanitizer's racecheck reports a shared-memory race"
                 + (f": {hit}" if hit else ''))
-    first = next((i for i, l in enumerate(lines) if l.startswith('Invalid')), None)
-    if first is None: return f"compute-sanitizer's {tool} failed (exit code {code}): " + ' / '.join(lines[:4])
-    return "out of bounds on the GPU: " + '; '.join(lines[first:first + 4])
+    from ..memcheck import memcheck_findings
+    errors, _ = memcheck_findings(out)
+    if not errors: return f"compute-sanitizer's {tool} failed (exit code {code}): " + ' / '.join(lines[:4])
+    return "out of bounds on the GPU: " + '; '.join(errors[0][:4])
 
 
 # --------------------------------------------------------------------------------------------------
