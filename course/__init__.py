@@ -23,7 +23,7 @@ own helpers, and imports of what the notebooks use from here.
 | `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
 | `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
 | `memcheck` | running a script under compute-sanitizer's memcheck and reading its findings |
-| `tensor_core_fragments` | a Python model of mma.sync's fragments (which lane holds which element of A, B, C/D), one warp's mma on registers, TF32 and bf16 rounding, and the lane map drawing |
+| `tensor_core_fragments` | a Python model of mma.sync's fragments (which lane holds which element of A, B, C/D), one warp's mma on registers, TF32 and bf16 rounding, ldmatrix and its bank passes, the XOR swizzle, and the lane map drawing |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
 | `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |

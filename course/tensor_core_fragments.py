@@ -135,3 +135,46 @@ def draw_fragments(shape=M16N8K16, operands=('a', 'b', 'c'), lane=None):
     fig.tight_layout()
     plt.close(fig)
     return fig
+
+
+# --------------------------------------------------------------------------------------------------
+# ldmatrix: a warp loads 8 x 8 tiles of 16-bit values from shared memory straight into fragment layout
+# --------------------------------------------------------------------------------------------------
+LDMATRIX_ROW = 8          # a row of an 8 x 8 matrix of 16-bit values: 8 elements, 16 bytes
+
+
+def ldmatrix(shared, row_starts, matrices=4, trans=False):
+    """What `ldmatrix.sync.aligned.m8n8.x{matrices}{.trans}.shared.b16` loads: `shared` is shared memory as a flat
+    sequence of 16-bit values, `row_starts[l]` the element offset of the row lane l points at (lanes 8j..8j+7
+    give the 8 rows of matrix j). Returns regs[lane][j] = the two values of matrix j that lane holds: row
+    lane >> 2, columns 2 (lane % 4) and the next; with `trans`, the matrix transposed first."""
+    if len(row_starts) < 8 * matrices: raise ValueError(f"x{matrices} needs {8 * matrices} row addresses")
+    regs = [[None] * matrices for _ in range(WARP)]
+    for j in range(matrices):
+        rows = [shared[row_starts[8 * j + r]: row_starts[8 * j + r] + LDMATRIX_ROW] for r in range(8)]
+        if trans: rows = [list(col) for col in zip(*rows)]
+        for lane in range(WARP):
+            r, c = lane >> 2, 2 * (lane % 4)
+            regs[lane][j] = (rows[r][c], rows[r][c + 1])
+    return regs
+
+
+def ldmatrix_passes(row_starts, matrices=4, element_bytes=2):
+    """Shared-memory passes of one ldmatrix, matrix by matrix: the 8 rows of a matrix (16 bytes each) are read
+    together, and the most different 4-byte words any bank must serve is the number of passes (course.shared_banks)."""
+    from .shared_banks import passes
+    per_matrix = []
+    for j in range(matrices):
+        words = [(row_starts[8 * j + r] * element_bytes) // 4 + w for r in range(8)
+                 for w in range(LDMATRIX_ROW * element_bytes // 4)]
+        per_matrix.append(passes(words))
+    return per_matrix
+
+
+def swizzled_offset(row, col, row_elements=64, element_bytes=2):
+    """The element offset of (row, col) in a tile with `row_elements` 16-bit values per row, stored with its
+    16-byte chunks XOR-swizzled by the row (chunk c of row r goes to chunk c ^ (r % 8)): the 8 rows an ldmatrix
+    reads at one column then fall in 8 different groups of 4 banks."""
+    per_chunk = 16 // element_bytes
+    chunk, within = divmod(col, per_chunk)
+    return row * row_elements + ((chunk ^ (row % 8)) * per_chunk) + within

@@ -65,3 +65,37 @@ def test_the_drawing_colours_one_lanes_elements():
                                                                        for i in range(M16N8K16.elements(op)))}
     assert coloured == expected
     assert len(fig.axes) == 3 and sum(len(ax.patches) for ax in fig.axes) == 16 * 16 + 16 * 8 + 16 * 8
+
+
+from course.tensor_core_fragments import ldmatrix, ldmatrix_passes, swizzled_offset
+
+
+def a_tile_row_starts(row_elements, offset=lambda r, c, w: r * w + c):
+    "Lane l points at row l % 16, column (l // 16) * 8 of a 16 x 16 tile of A: the usual x4 load of an A fragment."
+    return [offset(lane % 16, lane // 16 * 8, row_elements) for lane in range(WARP)]
+
+
+@pytest.mark.parametrize('row_elements', [16, 64])
+def test_ldmatrix_x4_of_a_16x16_tile_gives_the_m16n8k16_a_fragment(row_elements):
+    a = np.arange(16 * 16).reshape(16, 16)
+    shared = np.zeros(16 * row_elements, dtype=int)
+    for r in range(16): shared[r * row_elements: r * row_elements + 16] = a[r]
+    regs = ldmatrix(list(shared), a_tile_row_starts(row_elements))
+    fragment = to_registers(M16N8K16, 'a', a)
+    assert [[v for pair in lane for v in pair] for lane in regs] == [[int(v) for v in lane] for lane in fragment]
+
+
+def test_ldmatrix_trans_gives_the_transposed_matrix():
+    m = np.arange(64).reshape(8, 8)
+    regs = ldmatrix(list(m.flatten()), [8 * r for r in range(8)], matrices=1, trans=True)
+    assert [regs[lane][0] for lane in (0, 5)] == [(m[0, 0], m[1, 0]), (m[2, 1], m[3, 1])]
+
+
+def test_row_major_ldmatrix_conflicts_and_the_swizzle_removes_them():
+    "A 64-wide bf16 tile puts every row at the same banks: 8-way; XOR-swizzling the 16-byte chunks makes it 1."
+    assert ldmatrix_passes(a_tile_row_starts(64)) == [8, 8, 8, 8]
+    assert ldmatrix_passes(a_tile_row_starts(16)) == [2, 2, 2, 2]          # 32-byte rows: 4 rows per 128 bytes
+    swizzled = a_tile_row_starts(64, offset=lambda r, c, w: swizzled_offset(r, c, w))
+    assert ldmatrix_passes(swizzled) == [1, 1, 1, 1]
+    # the swizzle is a permutation of each row's chunks: nothing is lost or stored twice
+    assert sorted(swizzled_offset(r, c) for r in range(8) for c in range(64)) == list(range(8 * 64))
