@@ -1,24 +1,12 @@
 """Hardware counters from Nsight Compute (`ncu`), for one kernel launch of a Python snippet.
 
-`ncu` replays the kernel as many times as the counters need and reports them; we ask for a few and parse
-its CSV. Where `ncu` is not installed (or cannot read the counters) `ncu_unavailable()` says so in one line.
+`ncu` replays the kernel as many times as the counters need and reports them; each caller names the few it
+needs (their plain-word names live beside the table that prints them), and we parse the CSV. Where `ncu` is
+not installed (or cannot read the counters) `ncu_unavailable()` says so in one line.
 """
 import csv, io, subprocess, sys
 
 from .cuda_toolkit import cuda_tool
-
-# The counters the notebooks read, and what each says.
-COUNTERS = {
-    'gpu__time_duration.sum': 'kernel time (ns)',
-    'sm__sass_thread_inst_executed_op_ffma_pred_on.sum': 'FMAs (thread instructions)',
-    'smsp__inst_executed.sum': 'instructions (warp instructions)',
-    'sm__sass_inst_executed_op_shared_ld.sum': 'shared loads (warp instructions)',
-    'sm__sass_inst_executed_op_global_ld.sum': 'global loads (warp instructions)',
-    'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum': 'bank conflicts, shared loads',
-    'l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum': 'bank conflicts, shared stores',
-    'smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct': 'global load efficiency (%)',
-    'sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active': 'FMA pipe busy (%)',
-}
 
 
 def ncu_unavailable():
@@ -26,7 +14,7 @@ def ncu_unavailable():
     return None if cuda_tool('ncu') else "Nsight Compute (ncu) is not installed here, so no counters were read"
 
 
-def ncu_launches(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
+def ncu_launches(snippet, kernel_regex, counters, cwd=None, timeout=600):
     """Run `python -c snippet` under ncu and return [(kernel name, {counter: value})], one entry per launch of a
     kernel whose name matches `kernel_regex`, in launch order. Raises RuntimeError with ncu's own words when it
     reads nothing."""
@@ -46,7 +34,7 @@ def ncu_launches(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, time
     return list(launches.values())
 
 
-def ncu_counters(snippet, kernel_regex, counters=tuple(COUNTERS), cwd=None, timeout=600):
+def ncu_counters(snippet, kernel_regex, counters, cwd=None, timeout=600):
     """{counter: value} for the last launch of a kernel whose name matches `kernel_regex` in `python -c snippet`,
     from ncu. Raises RuntimeError with ncu's own words when it fails."""
     return ncu_launches(snippet, kernel_regex, counters, cwd, timeout)[-1][1]

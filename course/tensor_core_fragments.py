@@ -55,32 +55,35 @@ def element(shape, operand, lane, i):
     return thread + 4 * i, group                                # b
 
 
+def placements(shape, operand):
+    "(lane, i, row, col) for every element i of every lane's fragment of `operand`: the map, walked once."
+    for lane in range(WARP):
+        for i in range(shape.elements(operand)):
+            yield (lane, i, *element(shape, operand, lane, i))
+
+
 def owners(shape, operand):
     "[[(lane, i)] for each column] for each row: which lane's element i holds each element of the tile."
     rows, cols = shape.size(operand)
     grid = [[None] * cols for _ in range(rows)]
-    for lane in range(WARP):
-        for i in range(shape.elements(operand)):
-            r, c = element(shape, operand, lane, i)
-            if grid[r][c] is not None: raise AssertionError(f"({r}, {c}) held twice: {grid[r][c]} and {(lane, i)}")
-            grid[r][c] = (lane, i)
+    for lane, i, r, c in placements(shape, operand):
+        if grid[r][c] is not None: raise AssertionError(f"({r}, {c}) held twice: {grid[r][c]} and {(lane, i)}")
+        grid[r][c] = (lane, i)
     return grid
 
 
 def to_registers(shape, operand, tile):
     "The warp's registers holding a rows x cols tile (a nested list or array): regs[lane][i]."
-    return [[tile[r][c] for r, c in (element(shape, operand, lane, i) for i in range(shape.elements(operand)))]
-            for lane in range(WARP)]
+    regs = [[None] * shape.elements(operand) for _ in range(WARP)]
+    for lane, i, r, c in placements(shape, operand): regs[lane][i] = tile[r][c]
+    return regs
 
 
 def from_registers(shape, operand, regs):
     "The tile that the warp's registers regs[lane][i] hold, as nested lists."
     rows, cols = shape.size(operand)
     tile = [[None] * cols for _ in range(rows)]
-    for lane in range(WARP):
-        for i in range(shape.elements(operand)):
-            r, c = element(shape, operand, lane, i)
-            tile[r][c] = regs[lane][i]
+    for lane, i, r, c in placements(shape, operand): tile[r][c] = regs[lane][i]
     return tile
 
 

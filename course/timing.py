@@ -1,5 +1,18 @@
 "Timing GPU work with CUDA events."
 import itertools
+from typing import NamedTuple
+
+
+def events_ms(call, times=1):
+    """Milliseconds per call of `call()` run `times` times back to back between two CUDA events, on the GPU's
+    clock (waits for the end event)."""
+    import torch
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(times): call()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / times
 
 
 def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, back_to_back=1):
@@ -22,12 +35,7 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(back_to_back): call()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / back_to_back)
+        times.append(events_ms(call, back_to_back))
         if sum(times) * back_to_back > max_seconds * 1000 and len(times) >= 3: break
     times.sort()
     return times[len(times) // 2]
@@ -37,8 +45,6 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
 # A fair comparison: every speed claim of the course (notebooks 10 and 11, bench/bench.py, the README)
 # comes from `compare_fairly`, never from the run that picked a winner.
 # --------------------------------------------------------------------------------------------------
-from typing import NamedTuple
-
 
 def l2_overflowing_inputs(h, k, w, l2_bytes=None, most=16):
     """Random h x k and k x w input pairs on the GPU, as many as it takes (up to `most`) for all of them
@@ -99,13 +105,9 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
                   leave=False):
         order.shuffle(names)
         for name in names:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            kernels[name](*sets[next(calls) % len(sets)])      # untimed: the GPU is busy when the clock starts,
-            start.record()                                      # so the timed calls' CPU work overlaps GPU work
-            for _ in range(back_to_back): kernels[name](*sets[next(calls) % len(sets)])
-            end.record()
-            end.synchronize()
-            samples[name].append(start.elapsed_time(end) / back_to_back)
+            call = lambda: kernels[name](*sets[next(calls) % len(sets)])
+            call()                          # untimed: the GPU is busy when the clock starts, so the timed calls'
+            samples[name].append(events_ms(call, back_to_back))     # CPU work overlaps GPU work
     return {name: spread(samples[name]) for name in kernels}
 
 

@@ -61,4 +61,4 @@ def test_ncu_launches_lists_every_launch_in_order(monkeypatch):
 def test_ncu_that_reads_nothing_says_why(monkeypatch):
     fake_ncu('==PROF== Disconnected\n', monkeypatch)
     with pytest.raises(RuntimeError, match='something went wrong'):
-        profiling.ncu_launches('pass', '.')
+        profiling.ncu_launches('pass', '.', counters=['dram__bytes_read.sum'])

@@ -8,9 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ..shared_banks import WARP_SIZE, column_ways, conflict_ways   # the bank model itself; column_ways for lesson_06
-
-
-def ordinal(n): return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+from .coalescing import ordinal
 
 
 @dataclass
