@@ -87,9 +87,21 @@ class Watchdog:
             out[ident] = (f, waiting) if with_waiting else f
         return out
 
+    def _stuck_sampled(self, samples=5, gap=0.02):
+        """_stuck(with_waiting=True) over a few snapshots `gap` s apart: a thread counts as waiting only if it
+        waited in every snapshot it was seen in, so that a running thread caught for an instant inside a lock of
+        the simulator is not taken for one waiting at a barrier (and the same thread is named on every run)."""
+        merged = {}
+        for n in range(samples):
+            if n: time.sleep(gap)
+            for ident, (frame, waiting) in self._stuck(with_waiting=True).items():
+                first_frame, waited = merged.get(ident, (frame, True))
+                merged[ident] = (frame if not waiting else first_frame, waited and waiting)
+        return merged
+
     def _watch(self):
         if self.done.wait(self.seconds): return
-        self.sentence = self.describe(self._stuck(with_waiting=True))
+        self.sentence = self.describe(self._stuck_sampled())
         stuck = self._stuck()
         for stop in self.stoppers:
             try: stop()
