@@ -2,13 +2,15 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/11_benchmarks.ipynb (the same functions the notebook uses): prints the
+Runs the `#| export` code of notebooks/12_benchmarks.ipynb (the same functions the notebook uses): prints the
 tables for the lecture's problem and for 4096^3 (median and middle half of the GPU's time per call over
 interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
-middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture.
+middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture; then
+notebook 11's tensor-core kernels against cuBLAS in the same precision (bf16 on 4096^3 and 8192^3, TF32 on the
+lecture's problem) where the GPU has tensor cores.
 Without --quick it also times the size sweep and the skinny problems and measures the roofline (ncu where it is
 installed). It writes the charts to images/, and with --readme puts both tables into README.md between its
-results markers. Without a GPU it says so in one line and exits 0.
+results markers, the tensor-core tables too. Without a GPU it says so in one line and exits 0.
 """
 import argparse, re, sys
 from pathlib import Path
@@ -17,10 +19,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from utils import gpu_available, import_notebook  # noqa: E402
+from course.cuda_toolkit import tensor_cores_available  # noqa: E402
 
 
 def markdown_table(rows):
-    "The rows of notebook 11's `table` as a Markdown table."
+    "The rows of notebook 12's `table` as a Markdown table."
     lines = ['| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS fp32 | vs cuBLAS fp32 |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |'
@@ -28,8 +31,18 @@ def markdown_table(rows):
     return '\n'.join(lines)
 
 
-def readme_block(nb, rows, big_rows, device):
-    "The text between README.md's results markers."
+def tensor_core_markdown(precision, shape, rows, target):
+    "One of notebook 12's tensor-core tables (same-precision comparison) as Markdown, with its target line."
+    h, k, w = shape
+    lines = [f'**Tensor cores, {precision}, {h}x{k} @ {k}x{w}:**', '',
+             f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
+             '| --- | ---: | ---: | ---: | ---: | :---: |']
+    lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |' for r in rows]
+    return '\n'.join(lines) + f'\n\n- course, tuned: {target}\n'
+
+
+def readme_block(nb, rows, big_rows, device, tensor_core_tables=()):
+    "The text between README.md's results markers, the tensor-core tables too."
     (h, k, w), (bh, bk, bw) = nb.LECTURE_SHAPE, nb.BIG_SHAPE
     bullets = lambda lines: ''.join(f"- {line}\n" for line in lines)
     return (f"<!-- results:start -->\nMeasured by `python bench/bench.py --readme` on {device}. Each kernel's time is "
@@ -38,6 +51,7 @@ def readme_block(nb, rows, big_rows, device):
             f"differ by more than 2%.\n\n"
             f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n" + bullets(nb.targets(rows))
             + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
+            + ''.join('\n' + tensor_core_markdown(*t) for t in tensor_core_tables)
             + "<!-- results:end -->")
 
 
@@ -49,7 +63,7 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    nb = import_notebook('11')
+    nb = import_notebook('12')
     kernels = nb.all_kernels()
     styles = nb.kernel_styles(kernels)
     images = ROOT / 'images'
@@ -60,6 +74,8 @@ def main():
     for title, table_rows in [("the lecture's problem", rows), ('4096^3', big_rows)]:
         print(f"\nverdicts, {title}:")
         for line in nb.verdict_summary(table_rows): print("  " + line)
+    tensor_core_tables = nb.tensor_core_tables() if tensor_cores_available() else []
+    for t in tensor_core_tables: nb.print_tensor_core_table(*t)
     nb.bar_chart(rows, styles=styles).savefig(images / 'bench_lecture.png', dpi=110)
     if not a.quick:
         sweep = nb.size_sweep(kernels)
@@ -82,7 +98,7 @@ def main():
                           ).savefig(images / 'roofline.png', dpi=110)
     if a.readme:
         readme = ROOT / 'README.md'
-        block = readme_block(nb, rows, big_rows, nb.device_title())
+        block = readme_block(nb, rows, big_rows, nb.device_title(), tensor_core_tables)
         text, count = re.subn(r'<!-- results:start -->.*?<!-- results:end -->', lambda _: block, readme.read_text(), flags=re.S)
         if count != 1: raise SystemExit("README.md has no results markers to replace")
         readme.write_text(text)

@@ -37,7 +37,8 @@ def c_type(decl):
 
 # The tensor dtype a pointer parameter's element type stands for (by the torch dtype's name).
 _POINTEE_DTYPES = {'float': 'float32', 'double': 'float64', 'int': 'int32', 'long long': 'int64', 'int64_t': 'int64',
-                   'int32_t': 'int32', 'unsigned char': 'uint8', 'uint8_t': 'uint8', '__half': 'float16', 'half': 'float16'}
+                   'int32_t': 'int32', 'unsigned char': 'uint8', 'uint8_t': 'uint8', '__half': 'float16', 'half': 'float16',
+                   '__nv_bfloat16': 'bfloat16'}
 
 
 def pointee_dtype(decl):

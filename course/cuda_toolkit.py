@@ -33,6 +33,13 @@ def gpu_available():
     return torch.cuda.is_available()
 
 
+def tensor_cores_available():
+    "True where there is a GPU whose tensor cores run mma.sync with bf16 and tf32 inputs and ldmatrix, cp.async: sm_80 or newer."
+    if not gpu_available(): return False
+    import torch
+    return torch.cuda.get_device_capability() >= (8, 0)
+
+
 def nvcc_available():
     "True when the CUDA compiler nvcc is installed (it compiles kernels even where there is no GPU)."
     return nvcc_path() is not None

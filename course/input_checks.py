@@ -1,14 +1,15 @@
 "The input rules every matmul wrapper of the course shares."
 
 
-def check_matrix_input(name, t, device='cuda', task='multiply'):
-    """Check one input matrix `t` (called `name` in the messages): 2-D, float32, contiguous, on `device`
-    ('cuda' or 'cpu'), non-empty, small enough for 32-bit indices. Returns its shape; raises ValueError or
-    TypeError with a sentence that says which rule failed (`task` names what an empty one leaves to do)."""
+def check_matrix_input(name, t, device='cuda', task='multiply', dtype='float32'):
+    """Check one input matrix `t` (called `name` in the messages): 2-D, of `dtype` (a torch dtype's name: float32
+    unless said), contiguous, on `device` ('cuda' or 'cpu'), non-empty, small enough for 32-bit indices. Returns
+    its shape; raises ValueError or TypeError with a sentence that says which rule failed (`task` names what an
+    empty one leaves to do)."""
     import torch
     if not isinstance(t, torch.Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != 2: raise ValueError(f"{name} must be a 2-D matrix, got {t.dim()} dimensions {tuple(t.shape)}")
-    if t.dtype != torch.float32: raise TypeError(f"{name} must be float32, got {t.dtype}")
+    if t.dtype != getattr(torch, dtype): raise TypeError(f"{name} must be {dtype}, got {t.dtype}")
     if t.device.type != device: raise ValueError(f"{name} must be on the {device.upper()} device, got {t.device}")
     if not t.is_contiguous(): raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
     if t.numel() == 0: raise ValueError(f"{name} is empty {tuple(t.shape)}: nothing to {task}")
@@ -16,13 +17,13 @@ def check_matrix_input(name, t, device='cuda', task='multiply'):
     return tuple(t.shape)
 
 
-def check_matmul_inputs(m, n, device='cuda'):
+def check_matmul_inputs(m, n, device='cuda', dtype='float32'):
     """Check that `m @ n` is a problem our kernels can do, and return (h, k, w).
 
-    Both must pass `check_matrix_input`, be on the same device, with m's columns matching n's rows, and an
+    Both must pass `check_matrix_input` (with `dtype`: float32 unless said), be on the same device, with m's columns matching n's rows, and an
     output small enough for 32-bit indices. Raises ValueError or TypeError with a sentence that says which
     rule failed."""
-    for name, t in (('m', m), ('n', n)): check_matrix_input(name, t, device)
+    for name, t in (('m', m), ('n', n)): check_matrix_input(name, t, device, dtype=dtype)
     if m.device != n.device: raise ValueError(f"m and n must be on the same device, got {m.device} and {n.device}")
     (h, k), (k2, w) = m.shape, n.shape
     if k != k2: raise ValueError(f"size mismatch: m is {h}x{k} but n is {k2}x{w} ({k} != {k2})")

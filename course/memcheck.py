@@ -17,12 +17,13 @@ ACCESS_LINES = ('by thread', 'Address', 'Access to', 'and is')
 BACKTRACE_LINES = ('Saved host backtrace', 'Host Frame', 'Device Frame')
 
 
-def run_under_memcheck(script, timeout=120):
-    """Run the Python file `script` under compute-sanitizer's memcheck; return the CompletedProcess (its
-    stdout and stderr as text), or None where compute-sanitizer is not installed."""
+def run_under_memcheck(script, timeout=120, tool='memcheck'):
+    """Run the Python file `script` under compute-sanitizer's memcheck (or another of its tools: 'racecheck' for
+    shared-memory races, 'synccheck' for barriers); return the CompletedProcess (its stdout and stderr as text),
+    or None where compute-sanitizer is not installed."""
     sanitizer = cuda_tool('compute-sanitizer')
     if sanitizer is None: return None
-    return subprocess.run([sanitizer, '--tool', 'memcheck', sys.executable, str(script)],
+    return subprocess.run([sanitizer, '--tool', tool, sys.executable, str(script)],
                           capture_output=True, text=True, timeout=timeout)
 
 

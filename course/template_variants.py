@@ -7,6 +7,8 @@ tensors with the course's input checks. It also reads back the resources the com
 
 The kernel's signature is fixed: `(const float* A, const float* B, float* C, int M, int N, int K, bool aligned)`,
 with `aligned` saying whether 16-byte (float4) loads are allowed: every row of A, B and C starts on 16 bytes.
+Tensor-core kernels take other element types (`dtype` for A and B, `out_dtype` for C: torch dtype names such as
+'bfloat16'), with the same parameters.
 """
 import re
 
@@ -14,18 +16,23 @@ from .cuda_library import compile_cuda, cuda_prelude
 from .input_checks import check_matmul_inputs
 
 LAUNCHER = r'''
-static const auto kernel = {kernel}<{args}>;
+// The kernel, and its version for rows that do not all start on 16 bytes: the same one unless the template has
+// a parameter ALIGNED, which makes the two versions separate kernels with registers of their own.
+static const auto kernel = {kernel}<{args}>, kernel_unaligned = {kernel}<{args_unaligned}>;
 static const int THREADS = {threads}, SHARED = {shared};
-extern "C" cudaError_t matmul(const float* A, const float* B, float* C, int M, int N, int K, cudaStream_t stream) {{
+extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int M, int N, int K, cudaStream_t stream) {{
     // A kernel may use more than 48 KiB of dynamic shared memory only if it says so first.
-    static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
+    static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) == cudaSuccess
+        ? cudaFuncSetAttribute(kernel_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) : cudaErrorInvalidValue;
     if (shared_ok != cudaSuccess) return shared_ok;
-    const bool aligned = K % 4 == 0 && N % 4 == 0 && ((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) % 16 == 0;
+    const bool aligned = K * sizeof(*A) % 16 == 0 && N * sizeof(*B) % 16 == 0 && N * sizeof(*C) % 16 == 0
+                         && ((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) % 16 == 0;
     const unsigned blocks = cdiv(M, {bm}) * cdiv(N, {bn});     // one block per tile, in a 1-D grid (no 65535 limit)
-    kernel<<<blocks, THREADS, SHARED, stream>>>(A, B, C, M, N, K, aligned);
+    (aligned ? kernel : kernel_unaligned)<<<blocks, THREADS, SHARED, stream>>>(A, B, C, M, N, K, aligned);
     return cudaGetLastError();
 }}
-// 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per multiprocessor, 3: local memory per thread
+// Of the kernel for aligned rows: 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per
+// multiprocessor, 3: local memory per thread
 extern "C" int kernel_resource(int which) {{
     cudaFuncAttributes attr;
     if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return -1;
@@ -38,6 +45,10 @@ extern "C" int kernel_resource(int which) {{
 '''
 
 
+# The C type of each torch dtype a kernel's matrices may hold.
+C_TYPES = {'float32': 'float', 'bfloat16': '__nv_bfloat16'}
+
+
 def template_parameters(source, name):
     "The names of kernel `name`'s template parameters, in order (defaults dropped)."
     found = re.search(r'template\s*<([^>]*)>\s*__global__.*?\b' + name + r'\s*\(', source, re.S)
@@ -47,15 +58,18 @@ def template_parameters(source, name):
 
 class TemplateVariant:
     """Kernel `name` of `source` (a template) instantiated with `params`, launched with `threads` threads per
-    block, `shared_bytes` of dynamic shared memory, and one block per BM x BN tile of C.
-    Callable as fn(m, n); compiled on first use or by build(). Parameters named in `params` but not in the
-    template (e.g. 'vector') only describe the variant."""
-    def __init__(self, source, name, threads, shared_bytes=0, **params):
+    block, `shared_bytes` of dynamic shared memory, and one block per BM x BN tile of C; A and B hold `dtype`, C
+    `out_dtype` (float32 unless said). Callable as fn(m, n); compiled on first use or by build(). Parameters
+    named in `params` but not in the template (e.g. 'vector') only describe the variant."""
+    def __init__(self, source, name, threads, shared_bytes=0, dtype='float32', out_dtype='float32', **params):
         self.name, self.params, self.threads, self.shared_bytes = name, params, threads, shared_bytes
+        self.dtype, self.out_dtype = dtype, out_dtype
         values = {**params, 'THREADS': threads}
-        args = ', '.join(str(values[p]) for p in template_parameters(source, name))
+        names = template_parameters(source, name)
+        args, args_unaligned = (', '.join(str({**values, 'ALIGNED': a}[p]) for p in names) for a in ('true', 'false'))
         self.source = cuda_prelude + source + LAUNCHER.format(
-            kernel=name, args=args, threads=threads, shared=shared_bytes, bm=params['BM'], bn=params['BN'])
+            kernel=name, args=args, args_unaligned=args_unaligned, threads=threads, shared=shared_bytes, bm=params['BM'], bn=params['BN'],
+            c_in=C_TYPES[dtype], c_out=C_TYPES[out_dtype])
         self._module = None
 
     def build(self):
@@ -64,8 +78,8 @@ class TemplateVariant:
 
     def __call__(self, m, n):
         import torch
-        h, k, w = check_matmul_inputs(m, n)
-        out = torch.empty(h, w, device=m.device)
+        h, k, w = check_matmul_inputs(m, n, dtype=self.dtype)
+        out = torch.empty(h, w, device=m.device, dtype=getattr(torch, self.out_dtype))
         self.build()._module.matmul(m, n, out, h, w, k)
         return out
 

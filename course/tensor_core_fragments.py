@@ -107,7 +107,7 @@ def round_to_tf32(x):
 
 
 def round_to_bf16(x):
-    "x (float32, numpy) rounded to bfloat16 (8 mantissa bits, to nearest even, as torch converts), back in float32."
+    "x (float32, numpy) rounded to bfloat16 (7 mantissa bits, 8 significant; to nearest even, as torch converts), back in float32."
     import numpy as np, torch
     return torch.from_numpy(np.asarray(x, dtype=np.float32).copy()).to(torch.bfloat16).float().numpy()
 

@@ -42,18 +42,19 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
 
 
 # --------------------------------------------------------------------------------------------------
-# A fair comparison: every speed claim of the course (notebooks 10 and 11, bench/bench.py, the README)
+# A fair comparison: every speed claim of the course (notebooks 10 and 12, bench/bench.py, the README)
 # comes from `compare_fairly`, never from the run that picked a winner.
 # --------------------------------------------------------------------------------------------------
 
-def l2_overflowing_inputs(h, k, w, l2_bytes=None, most=16):
-    """Random h x k and k x w input pairs on the GPU, as many as it takes (up to `most`) for all of them
-    together to hold twice the GPU's L2 cache: rotating through them, each call finds its inputs in memory,
-    not left in L2 by the call before."""
+def l2_overflowing_inputs(h, k, w, l2_bytes=None, most=16, dtype='float32'):
+    """Random normal h x k and k x w input pairs of `dtype` (a torch dtype's name) on the GPU, as many as it takes
+    (up to `most`) for all of them together to hold twice the GPU's L2 cache: rotating through them, each call
+    finds its inputs in memory, not left in L2 by the call before."""
     import math, torch
+    dtype = getattr(torch, dtype)
     l2_bytes = l2_bytes or torch.cuda.get_device_properties(0).L2_cache_size
-    count = min(most, max(1, math.ceil(2 * l2_bytes / ((h * k + k * w) * 4))))
-    return [(torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')) for _ in range(count)]
+    count = min(most, max(1, math.ceil(2 * l2_bytes / ((h * k + k * w) * dtype.itemsize))))
+    return [(torch.randn(h, k, device='cuda').to(dtype), torch.randn(k, w, device='cuda').to(dtype)) for _ in range(count)]
 
 
 class Spread(NamedTuple):
@@ -82,8 +83,8 @@ def verdict(ours, theirs, margin=0.02):
     return 'on par'
 
 
-def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
-    """{name: Spread} for kernels fn(m, n) on h x k @ k x w, measured so that no kernel is favoured:
+def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, dtype='float32'):
+    """{name: Spread} for kernels fn(m, n) on h x k @ k x w (inputs of `dtype`), measured so that no kernel is favoured:
 
     - the inputs rotate through `l2_overflowing_inputs`, so none is served from L2 left warm by the call before;
     - the kernels are interleaved: each round times every kernel once (`back_to_back` calls queued behind an
@@ -94,7 +95,7 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True):
     Call it after any autotuning, so that the winner's time is a fresh measurement, not its selection run."""
     import random, torch
     from tqdm import tqdm
-    sets = l2_overflowing_inputs(h, k, w)
+    sets = l2_overflowing_inputs(h, k, w, dtype=dtype)
     names = list(kernels)
     for name in names:                                        # warm up: compile, tune, allocate
         for m, n in sets[:2]: kernels[name](m, n)

@@ -1,7 +1,9 @@
-"""The peer to beat: a float32 matmul written in Triton, autotuned over eight tile configurations.
+"""The peer to beat: a matmul written in Triton, autotuned over eight tile configurations, in three precisions.
 
-`tl.dot(..., input_precision='ieee')` keeps full float32 arithmetic (no TF32), so it does the same
-arithmetic as the course's kernels and cuBLAS with TF32 off. Triton ships with torch's CUDA builds; where
+`matmul_triton` (precision 'ieee') keeps full float32 arithmetic: `tl.dot(..., input_precision='ieee')` uses no
+TF32, so it does the same arithmetic as the course's fp32 kernels and cuBLAS with TF32 off. `matmul_triton_tf32`
+takes the same float32 inputs onto the tensor cores as TF32, and `matmul_triton_bf16` multiplies bf16 matrices
+into a bf16 result (fp32 accumulation), as torch's bf16 `a @ b` does. Triton ships with torch's CUDA builds; where
 it is missing (a CPU-only torch), `triton_unavailable()` says why in one line and `matmul_triton` raises.
 """
 import functools
@@ -19,7 +21,8 @@ def triton_unavailable():
 
 
 @functools.cache
-def _kernel():
+def _kernel(input_precision):
+    "The autotuned kernel for one input precision (each its own autotuner, so that each keeps its own choice)."
     import triton, triton.language as tl
     configs = [triton.Config({'BM': bm, 'BN': bn, 'BK': bk}, num_warps=warps, num_stages=stages)
                for bm, bn, bk, warps, stages in [(128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (128, 256, 32, 8, 3),
@@ -28,7 +31,7 @@ def _kernel():
 
     @triton.autotune(configs=configs, key=['M', 'N', 'K'])
     @triton.jit
-    def matmul_kernel(a, b, c, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    def matmul_kernel(a, b, c, M, N, K, INPUT_PRECISION: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
         # the same block order as the course's tile_origin: groups of 8 tile-rows, for L2 reuse
         pid, tiles_n = tl.program_id(0), tl.cdiv(N, BN)
         per_group = 8 * tiles_n
@@ -42,19 +45,33 @@ def _kernel():
             ka = k0 + rk
             x = tl.load(a + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.)
             y = tl.load(b + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.)
-            acc = tl.dot(x, y, acc, input_precision='ieee')
-        tl.store(c + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+            acc = tl.dot(x, y, acc, input_precision=INPUT_PRECISION)   # bf16 inputs: tensor cores whatever it says
+        tl.store(c + rm[:, None] * N + rn[None, :], acc.to(c.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
     return matmul_kernel
 
 
-def matmul_triton(m, n):
-    "m @ n by the Triton kernel (inputs checked like every wrapper of the course)."
+def matmul_triton(m, n, precision='ieee'):
+    """m @ n by the Triton kernel (inputs checked like every wrapper of the course): float32 inputs in full float32
+    ('ieee') or as TF32 ('tf32'), or bf16 inputs and output ('bf16')."""
     import torch
     from .input_checks import check_matmul_inputs
+    if precision not in ('ieee', 'tf32', 'bf16'): raise ValueError(f"precision must be 'ieee', 'tf32' or 'bf16', got {precision!r}")
     why = triton_unavailable()
     if why: raise RuntimeError(why)
-    h, k, w = check_matmul_inputs(m, n)
-    out = torch.empty(h, w, device=m.device)
-    kernel = _kernel()
-    kernel[lambda meta: ((h + meta['BM'] - 1) // meta['BM'] * ((w + meta['BN'] - 1) // meta['BN']),)](m, n, out, h, w, k)
+    dtype = 'bfloat16' if precision == 'bf16' else 'float32'
+    h, k, w = check_matmul_inputs(m, n, dtype=dtype)
+    out = torch.empty(h, w, device=m.device, dtype=getattr(torch, dtype))
+    kernel = _kernel('ieee' if precision == 'bf16' else precision)
+    kernel[lambda meta: ((h + meta['BM'] - 1) // meta['BM'] * ((w + meta['BN'] - 1) // meta['BN']),)](
+        m, n, out, h, w, k, 'ieee' if precision == 'bf16' else precision)
     return out
+
+
+def matmul_triton_tf32(m, n):
+    "m @ n of float32 matrices by the Triton kernel on the tensor cores, inputs as TF32."
+    return matmul_triton(m, n, 'tf32')
+
+
+def matmul_triton_bf16(m, n):
+    "m @ n of bf16 matrices by the Triton kernel, a bf16 result (fp32 accumulation)."
+    return matmul_triton(m, n, 'bf16')

@@ -1,0 +1,53 @@
+"""How wrong a tensor-core matmul may be, and whether it is: its error against float64, and the bound its precision allows.
+
+A tensor core multiplies inputs of fewer bits (bf16: 8 significant bits, tf32: 11) and adds in fp32. For each output
+C[i][j] = sum_k A[i][k] B[k][j], with S[i][j] = sum_k |A[i][k]| |B[k][j]| (computed in float64), the error is at most
+    (2 u_in + u_in^2 + K 2^-23) S[i][j] + u_out |C[i][j]|
+where u_in is the unit roundoff of rounding the inputs (2^-11 for tf32's round-to-nearest; 0 when they already are
+bf16), K 2^-23 covers K fp32 additions even if each one truncates, and u_out is that of the output (2^-8 for bf16,
+0 for fp32). A kernel that drops, repeats or misplaces even one product of a short K breaks this bound at once.
+"""
+
+PRECISIONS = {   # name: (unit roundoff of the inputs as the kernel takes them, of its output); torch dtype of A, B and C
+    'tf32': dict(u_in=2.0**-11, u_out=0.0, dtype='float32'),
+    'bf16': dict(u_in=0.0, u_out=2.0**-8, dtype='bfloat16'),
+}
+
+
+def random_inputs(h, k, w, precision, device='cuda', seed=0):
+    "Random normal h x k and k x w inputs in the precision's dtype (bf16 values for 'bf16', fp32 for 'tf32')."
+    import torch
+    g = torch.Generator(device=device).manual_seed(seed)
+    dtype = getattr(torch, PRECISIONS[precision]['dtype'])
+    return (torch.randn(h, k, device=device, generator=g).to(dtype), torch.randn(k, w, device=device, generator=g).to(dtype))
+
+
+def error_against_float64(out, m, n, precision):
+    """(worst error / its bound, relative RMS error) of out = m @ n, both against the product in float64 of the
+    inputs as given. The first must be at most 1; the second says how big the error typically is."""
+    p = PRECISIONS[precision]
+    a, b = m.double(), n.double()
+    exact, scale = a @ b, a.abs() @ b.abs()
+    k = m.shape[1]
+    err = (out.double() - exact).abs()
+    bound = (2 * p['u_in'] + p['u_in'] ** 2 + k * 2.0**-23) * scale + p['u_out'] * out.double().abs() + 1e-300
+    worst = (err / bound).max().item()
+    rms = (err.pow(2).mean().sqrt() / exact.pow(2).mean().sqrt().clamp_min(1e-300)).item()
+    return worst, rms
+
+
+def check_reduced_precision(fn, precision, shapes, device='cuda'):
+    """Run fn(m, n) on random normal inputs of each (h, k, w) in `shapes`, print one line per shape with its error,
+    and return True if every output is the right shape and dtype and within the precision's bound."""
+    import torch
+    ok = True
+    for h, k, w in shapes:
+        m, n = random_inputs(h, k, w, precision, device)
+        out = fn(m, n)
+        right_kind = out.shape == (h, w) and out.dtype == getattr(torch, PRECISIONS[precision]['dtype'])
+        worst, rms = error_against_float64(out, m, n, precision) if right_kind else (float('inf'), float('inf'))
+        good = right_kind and worst <= 1
+        ok &= good
+        print(f"  {h}x{k} @ {k}x{w}: {'ok' if good else 'WRONG'}, worst error {worst:.2f} of the bound, "
+              f"relative RMS error {rms:.1e}" + ('' if right_kind else f" (got {tuple(out.shape)} {out.dtype})"))
+    return ok
