@@ -30,12 +30,12 @@ def run_under_memcheck(script, timeout=120, tool='memcheck'):
 def memcheck_findings(report):
     """(errors, summary) from memcheck's output: one list of lines per invalid access (what it was, its
     source file and line where the kernel has line information, the thread, the address and the nearest
-    allocation), and the 'ERROR SUMMARY' line ('' if there is none)."""
+    allocation), and the 'ERROR SUMMARY' line (racecheck's 'RACECHECK SUMMARY'; '' if there is none)."""
     errors, summary, current = [], '', None
     for raw in report.splitlines():
         if not raw.startswith(REPORT_PREFIX): continue
         line = raw[len(REPORT_PREFIX):].strip()
-        if line.startswith('ERROR SUMMARY'):
+        if line.startswith(('ERROR SUMMARY', 'RACECHECK SUMMARY')):
             summary, current = line, None
         elif line.startswith('Invalid '):
             current = [line]
