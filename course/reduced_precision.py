@@ -51,3 +51,19 @@ def check_reduced_precision(fn, precision, shapes, device='cuda'):
         print(f"  {h}x{k} @ {k}x{w}: {'ok' if good else 'WRONG'}, worst error {worst:.2f} of the bound, "
               f"relative RMS error {rms:.1e}" + ('' if right_kind else f" (got {tuple(out.shape)} {out.dtype})"))
     return ok
+
+
+def cublas(precision):
+    """torch's m @ n, that is cuBLAS, in one precision: 'fp32' (fp32 matrices, TF32 off: full fp32 arithmetic), 'tf32'
+    (fp32 matrices rounded to TF32 on the tensor cores) or 'bf16' (bf16 matrices, a bf16 result). torch's TF32 switch
+    is set for the call and put back after it."""
+    if precision not in ('fp32', 'tf32', 'bf16'): raise ValueError(f"precision must be 'fp32', 'tf32' or 'bf16', got {precision!r}")
+
+    def matmul(m, n):
+        import torch
+        allowed = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = precision == 'tf32'
+        try: return m @ n
+        finally: torch.backends.cuda.matmul.allow_tf32 = allowed
+    matmul.__name__ = matmul.__qualname__ = f'cublas_{precision}'
+    return matmul

@@ -141,3 +141,13 @@ def test_resources_come_from_the_runtime():
     r = nb.tensor_core('pipelined', 'bf16').resources()
     assert 64 <= r['registers'] <= 255 and r['blocks_per_sm'] >= 1 and r['local_bytes'] == 0
     assert r['shared_kib'] == pytest.approx(nb.tensor_core('pipelined', 'bf16').shared_bytes / 1024)
+
+
+def test_cublas_in_a_precision_puts_torchs_switch_back():
+    from course.reduced_precision import cublas
+    with pytest.raises(ValueError): cublas('fp16')
+    before = torch.backends.cuda.matmul.allow_tf32
+    m = torch.rand(3, 3)
+    for precision in ('fp32', 'tf32'):
+        torch.testing.assert_close(cublas(precision)(m, m), m @ m)
+        assert torch.backends.cuda.matmul.allow_tf32 == before
