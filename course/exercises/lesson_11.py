@@ -2,7 +2,7 @@
 that keeps ldmatrix free of bank conflicts. Both are checked on a CPU, against the course's models:
 course/tensor_core_fragments.py (the PTX ISA's fragments, one warp's mma, ldmatrix's passes) and
 course/shared_banks.py (the banks)."""
-import numbers
+import numbers, random
 
 from ..shared_banks import BANKS, conflict_ways, passes
 from ..tensor_core_fragments import M16N8K16, WARP, element, from_registers, ldmatrix_passes, round_to_bf16, \
@@ -36,21 +36,38 @@ def whole_numbers(value, call, names):
 MMA_SEED = 11        # the random tiles of 11.1's warp_mma: the same in every run, so a sentence does not change
 
 
+ASK_AGAIN_SEED = 1111  # the shuffled order of the second round of calls: the same in every run
+
+
+def asked_twice(keys, ask, name):
+    """{key: ask(key)} for every key (a tuple of arguments) in order, then every key asked again in a shuffled order:
+    an answer that depends on the calls before it (a counter, a list popped in turn) rather than on its arguments
+    gives itself away. Raises NotYet where the two answers differ."""
+    answers = {key: ask(key) for key in keys}
+    again = list(answers)
+    random.Random(ASK_AGAIN_SEED).shuffle(again)
+    for key in again:
+        second = ask(key)
+        if second != answers[key]:
+            raise NotYet(f"{name}{key} returned {answers[key]} the first time and {second} when asked again in another "
+                         f"order: the answer must depend only on the arguments (no counters or lists used up call by call)")
+    return answers
+
+
 def learner_fragment_map(fn, name, shape, operand):
     "{(lane, i): (row, col)} from the learner's map function, each call checked: two ints inside the operand's tile."
     rows, cols = shape.size(operand)
     what = f"{operand.upper()}'s {rows} x {cols} tile"
-    cells = {}
-    for lane in range(WARP):
-        for i in range(shape.elements(operand)):
-            call = f"{name}({lane}, {i})"
-            with running(call): value = fn(lane, i)
-            r, c = whole_numbers(value, call, ('row', 'col'))
-            if not (0 <= r < rows and 0 <= c < cols):
-                raise NotYet(f"{call} returned ({r}, {c}), outside {what}: rows run 0..{rows - 1} and columns "
-                             f"0..{cols - 1}")
-            cells[lane, i] = r, c
-    return cells
+
+    def ask(key):
+        call = f"{name}{key}"
+        with running(call): value = fn(*key)
+        r, c = whole_numbers(value, call, ('row', 'col'))
+        if not (0 <= r < rows and 0 <= c < cols):
+            raise NotYet(f"{call} returned ({r}, {c}), outside {what}: rows run 0..{rows - 1} and columns "
+                         f"0..{cols - 1}")
+        return r, c
+    return asked_twice([(lane, i) for lane in range(WARP) for i in range(shape.elements(operand))], ask, name)
 
 
 def first_duplicate(cells):
@@ -150,19 +167,16 @@ WORDS_PER_CHUNK = 16 // 4
 
 def learner_swizzle_table(fn, name):
     "table[row][chunk] = the place the learner's swizzle stores that chunk at, each call checked: an int in 0..7."
-    table = []
-    for row in range(TILE_ROWS):
-        places = []
-        for chunk in range(CHUNKS):
-            call = f"{name}({row}, {chunk})"
-            with running(call): value = fn(row, chunk)
-            place = whole_numbers(value, call, ('place',))
-            if not 0 <= place < CHUNKS:
-                raise NotYet(f"{call} returned {place}: a row of the tile has {CHUNKS} chunks of 16 bytes, so the place "
-                             f"a chunk is stored at must be 0..{CHUNKS - 1}")
-            places.append(place)
-        table.append(places)
-    return table
+    def ask(key):
+        call = f"{name}{key}"
+        with running(call): value = fn(*key)
+        place = whole_numbers(value, call, ('place',))
+        if not 0 <= place < CHUNKS:
+            raise NotYet(f"{call} returned {place}: a row of the tile has {CHUNKS} chunks of 16 bytes, so the place "
+                         f"a chunk is stored at must be 0..{CHUNKS - 1}")
+        return place
+    places = asked_twice([(row, chunk) for row in range(TILE_ROWS) for chunk in range(CHUNKS)], ask, name)
+    return [[places[row, chunk] for chunk in range(CHUNKS)] for row in range(TILE_ROWS)]
 
 
 def chunk_offset(table, row, chunk):

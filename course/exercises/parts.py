@@ -43,6 +43,10 @@ def running(what, budget_s=PYTHON_BUDGET_S):
     except KernelTimeout as e: raise NotYet(f"{what}: {e}") from None
     except KernelFault as e: raise NotYet(f"{what}: {e}") from None
     except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({e or 'NotImplementedError'})") from None
+    except SystemExit as e:        # exit() or sys.exit() in the learner's code: a verdict, not the end of the check
+        said = f" ({e.code})" if e.code not in (None, 0) else ''
+        raise NotYet(f"{what} called exit(){said}{learner_line(e)}: return a value instead, or raise an error "
+                     f"that says what went wrong") from None
     except Exception as e:
         msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
         if re.search(MEMORY_FAULT, msg):

@@ -46,6 +46,19 @@ WRONG = [
           change=(A_RETURN, A_COL),
           expect=r"a_fragment_element\(0, 0\) returned None: end the function with `return row, col`"),
 
+    Wrong('11.1', 'ignores its arguments: counts its calls (right in the order of the first round)',
+          change=("def a_fragment_element(lane, i):\n",
+                  "CALLS = [0]\n\ndef a_fragment_element(lane, i):\n    lane, i = divmod(CALLS[0] % 256, 8)\n    CALLS[0] += 1\n"),
+          expect=r"a_fragment_element\(\d+, \d+\) returned \(\d+, \d+\) the first time and \(\d+, \d+\) when asked again in "
+                 r"another order: the answer must depend only on the arguments"),
+    Wrong('11.1', 'SystemExit (as exit() raises) for one lane',
+          change=("    group, thread = lane >> 2, lane % 4\n    row = group + 8 * (i % 4",
+                  "    if lane == 7: raise SystemExit\n    group, thread = lane >> 2, lane % 4\n    row = group + 8 * (i % 4"),
+          expect=r"a_fragment_element\(7, 0\) called exit\(\).*: return a value instead"),
+    Wrong('11.1', 'elements 6 and 7 swapped in lane 31 only',
+          change=(A_RETURN, A_COL + "    if lane == 31 and i >= 6: col = 29 - col\n    return row, col\n"),
+          expect=r"lane 31, element 6: you say \(15, 15\); mma\.sync reads A\[15\]\[14\] there"),
+
     # 11.2: swizzle away the bank conflicts
     Wrong('11.2', 'no swizzle',
           change=swizzle_returning('chunk'),
@@ -74,4 +87,14 @@ WRONG = [
     Wrong('11.2', 'a float place',
           change=swizzle_returning('(chunk ^ (row % 8)) / 1'),
           expect=r"swizzle\(0, 0\) returned 0\.0, a float: place is a whole number"),
+    Wrong('11.2', 'ignores its arguments: counts its calls',
+          change=("def swizzle(row, chunk):\n",
+                  "import itertools\nCALLS = itertools.count()\n\ndef swizzle(row, chunk):\n    row, chunk = divmod(next(CALLS) % 1024, 8)\n"),
+          expect=r"swizzle\(\d+, \d+\) returned \d+ the first time and \d+ when asked again in another order"),
+    Wrong('11.2', 'XOR with row % 7',
+          change=swizzle_returning('chunk ^ (row % 7)'),
+          expect=r"bank conflict"),
+    Wrong('11.2', 'a swizzle for 64-byte rows ((row // 2) % 8)',
+          change=swizzle_returning('chunk ^ ((row // 2) % 8)'),
+          expect=r"meets a 2-way bank conflict"),
 ]
