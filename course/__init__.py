@@ -9,7 +9,7 @@ own helpers, and imports of what the notebooks use from here.
 | `compile_errors` | turning a compiler's log into short errors that point at the learner's line |
 | `cuda_library` | `compile_cuda`: a plain `.cu` built by nvcc into a shared library, its launchers called with ctypes |
 | `disassembly` | the machine code (SASS) or PTX that nvcc makes of a source, and one kernel's part of it |
-| `cell_magics` | `%%needs_gpu` and `%%needs_nvcc`: run a cell only where the GPU or nvcc is there |
+| `cell_magics` | `%%needs_gpu`, `%%needs_nvcc` and `%%needs_tensor_cores`: run a cell only where the GPU (of compute capability 8.0 or newer) or nvcc is there |
 | `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
 | `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
 | `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
@@ -19,14 +19,16 @@ own helpers, and imports of what the notebooks use from here.
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
-| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel, its launcher, and its resources |
+| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources |
 | `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
 | `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
 | `memcheck` | running a script under compute-sanitizer's memcheck and reading its findings |
 | `tensor_core_fragments` | a Python model of mma.sync's fragments (which lane holds which element of A, B, C/D), one warp's mma on registers, TF32 and bf16 rounding, ldmatrix and its bank passes, the XOR swizzle, and the lane map drawing |
+| `reduced_precision` | how wrong a tensor-core matmul may be: the error against float64 and the bound bf16 or TF32 allows, random inputs in a precision, the check of a kernel on shapes, and cuBLAS in each precision |
+| `mbarrier_pipeline` | a model of Hopper's mbarrier (arrivals, transaction bytes, phase parity) and of a TMA producer/consumer pipeline on it, which finds hangs and races, and its timeline drawing |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch |
-| `triton_matmul` | the peer to beat: an autotuned float32 Triton matmul, and one line where Triton is missing |
+| `triton_matmul` | the peer to beat: an autotuned Triton matmul in fp32, TF32 or bf16, and one line where Triton is missing |
 | `exercises` | the exercise checker (a package): `check('04.1')` and `hint('04.1')` in an exercise notebook, `python -m course.exercises` in a shell |
 | `exercises.verdict` | the three outcomes: passed, not yet (with its sentence), not checked here (with what the machine lacks) |
 | `exercises.registry` | the list of exercises: id, title, check, hints |
@@ -36,6 +38,6 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.barrier_placement` | barriers inside branches, after early returns, or missing between fill and read, read from Python or CUDA C source |
 | `exercises.parts` | what the checks are made of: running the learner's code, comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
 | `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
-| `exercises.lesson_01` ... `lesson_10` | the checks of each exercise notebook |
+| `exercises.lesson_01` ... `lesson_11` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 """

@@ -1,0 +1,219 @@
+"""A model of Hopper's mbarrier, and of the producer/consumer pipeline that TMA copies and wgmma build on it.
+
+An **mbarrier** is an 8-byte object in shared memory (PTX ISA: the `mbarrier` instructions). It completes one
+*phase* after another. A phase expects a fixed number of arrivals (set at `init`) and, from `expect_tx`, a number
+of bytes of asynchronous copies: each `arrive` counts down the arrivals, each completed TMA copy counts down its
+bytes (its *transaction count*), and when both are zero the phase completes. The barrier then starts the next
+phase with the same arrival count. A thread waits for a phase by its **parity**, 0 or 1 (`try_wait.parity`): the
+wait returns once the phase of that parity has completed, that is, once the barrier's current phase has the
+other parity. A fresh barrier is in phase 0, so a wait on parity 1 returns at once (as if a phase before it had
+completed): the trick that lets a producer start without waiting for consumers that have not consumed anything.
+
+A **pipeline** of STAGES shared-memory buffers uses two barriers per stage:
+
+- `full[s]` (1 arrival: the producer's `arrive.expect_tx`, plus the tile's bytes): the copy into stage s landed;
+- `empty[s]` (one arrival per consumer): every consumer is done reading stage s.
+
+The producer, for tile t in stage s = t % STAGES, round n = t // STAGES, waits on `empty[s]` with parity
+(n & 1) ^ 1, arrives on `full[s]` expecting the tile's bytes and issues the copy. Each consumer waits on `full[s]`
+with parity n & 1, multiplies, and arrives on `empty[s]`. `simulate` runs that protocol in time; a protocol that
+cannot finish (wrong parity, wrong byte count, a missing arrival) raises `PipelineStuck` with what each party
+waits for, as the GPU would hang. Times are abstract units.
+"""
+import heapq
+from typing import NamedTuple
+
+
+class MBarrier:
+    "One mbarrier: the arrivals and the bytes its current phase still waits for, and how many phases completed."
+
+    def __init__(self, arrivals, name='barrier'):
+        if arrivals < 1: raise ValueError(f"{name}: an mbarrier expects at least 1 arrival per phase, not {arrivals}")
+        self.arrivals, self.name = arrivals, name
+        self.pending, self.tx, self.completed = arrivals, 0, 0
+
+    @property
+    def parity(self):
+        "The parity of the current (not yet completed) phase."
+        return self.completed & 1
+
+    def arrive(self):
+        if self.pending == 0:
+            raise RuntimeError(f"{self.name}: one arrival too many in phase {self.completed}")
+        self.pending -= 1
+        self._complete_if_done()
+
+    def arrive_expect_tx(self, nbytes):
+        "`mbarrier.arrive.expect_tx`: raise the phase's transaction count by nbytes, then arrive."
+        self.tx += nbytes
+        self.arrive()
+
+    def complete_tx(self, nbytes):
+        "A copy that signals this barrier (TMA's `.mbarrier::complete_tx::bytes`) delivered nbytes."
+        self.tx -= nbytes
+        if self.tx < 0 and self.pending == 0:
+            raise RuntimeError(f"{self.name}: {-self.tx} bytes more arrived than phase {self.completed} expected")
+        self._complete_if_done()
+
+    def _complete_if_done(self):
+        if self.pending == 0 and self.tx == 0:
+            self.completed += 1
+            self.pending = self.arrivals
+
+    def done(self, parity):
+        "`try_wait.parity`: has the phase of this parity completed (is the current phase of the other parity)?"
+        return self.parity != parity
+
+    def state(self):
+        return (f"{self.name} in phase {self.completed} (parity {self.parity}): {self.pending} of {self.arrivals} "
+                f"arrivals and {self.tx} bytes still to come")
+
+
+class Event(NamedTuple):
+    who: str        # 'producer', 'copy' (the TMA engine) or 'consumer 0', 'consumer 1', ...
+    what: str       # 'issue', 'copy', 'math' or 'wait'
+    tile: int
+    start: float
+    end: float
+
+
+class Run(NamedTuple):
+    events: list
+    total: float
+
+
+class PipelineStuck(RuntimeError):
+    "The protocol cannot go on: every party waits for a phase that will never complete."
+
+
+class PipelineRace(RuntimeError):
+    "A party went ahead too early: a consumer read a stage before its bytes landed, or a copy overwrote a stage still read."
+
+
+def producer_parity(round_):
+    "The parity the producer waits for on `empty[s]` in round n of stage s: the phase before the consumers' n-th."
+    return (round_ & 1) ^ 1
+
+
+def consumer_parity(round_):
+    "The parity a consumer waits for on `full[s]` in round n of stage s."
+    return round_ & 1
+
+
+def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, latency=6.0, copy=1.0, math=4.0,
+             issue=0.5, producer_wait=producer_parity, consumer_wait=consumer_parity):
+    """Run the pipeline over `tiles` tiles of K: a producer that issues one TMA copy per tile (`issue` units of its
+    time; the bytes land `latency` + `copy` later), `consumers` that each spend `math` units on a tile. The producer
+    declares `expect_bytes` per tile (default: `tile_bytes`, what the copy brings). `producer_wait(n)` and
+    `consumer_wait(n)` give the parities they wait for in round n (defaults: the right ones). Returns the Run;
+    raises PipelineStuck where the protocol cannot finish, and PipelineRace where a wait let a party through too
+    early (on a GPU: a wrong answer, not a hang)."""
+    if stages < 1 or tiles < 1 or consumers < 1:
+        raise ValueError(f"stages, tiles and consumers must be at least 1, got {stages}, {tiles}, {consumers}")
+    expect_bytes = tile_bytes if expect_bytes is None else expect_bytes
+    full = [MBarrier(1, f'full[{s}]') for s in range(stages)]
+    empty = [MBarrier(consumers, f'empty[{s}]') for s in range(stages)]
+    events, landing = [], []           # landing: heap of (time, tile) of copies in flight
+    landed, read = set(), {}           # tiles whose bytes landed; tile -> consumers done reading it
+    # each party: [next tile, time it is free, time it started waiting (or None)]
+    parties = {'producer': [0, 0.0, None], **{f'consumer {c}': [0, 0.0, None] for c in range(consumers)}}
+
+    def waits_on(who, t):
+        s, n = t % stages, t // stages
+        return (empty[s], producer_wait(n)) if who == 'producer' else (full[s], consumer_wait(n))
+
+    def step(who, now):
+        "Let `who` act at time `now` if its barrier lets it; return whether it did."
+        t, free, waiting = parties[who]
+        if t >= tiles or free > now: return False
+        barrier, parity = waits_on(who, t)
+        if not barrier.done(parity):
+            if waiting is None: parties[who][2] = now
+            return False
+        if waiting is not None and now > waiting: events.append(Event(who, 'wait', t, waiting, now))
+        s = t % stages
+        if who == 'producer':
+            if t >= stages and read.get(t - stages, 0) < consumers:
+                raise PipelineRace(f"the producer overwrote stage {s} with tile {t} while tile {t - stages} was still "
+                                   f"being read there ({read.get(t - stages, 0)} of {consumers} consumers done): its wait "
+                                   f"on {empty[s].name} for parity {producer_wait(t // stages)} let it through too early")
+            full[s].arrive_expect_tx(expect_bytes)
+            events.append(Event(who, 'issue', t, now, now + issue))
+            events.append(Event('copy', 'copy', t, now + issue + latency, now + issue + latency + copy))
+            heapq.heappush(landing, (now + issue + latency + copy, t))
+            parties[who] = [t + 1, now + issue, None]
+        else:
+            if t not in landed:
+                raise PipelineRace(f"{who} read stage {s} for tile {t} before its bytes landed: its wait on {full[s].name} "
+                                   f"for parity {consumer_wait(t // stages)} let it through too early")
+            events.append(Event(who, 'math', t, now, now + math))
+            parties[who] = [t + 1, now + math, None]
+            pending_arrivals.append((now + math, t))
+        return True
+
+    pending_arrivals = []              # consumers arrive on empty[s] when their math ends
+    now = 0.0
+    while any(p[0] < tiles for p in parties.values()) or landing or pending_arrivals:
+        for when, tile in [x for x in landing if x[0] <= now]:
+            landing.remove((when, tile))
+            landed.add(tile)
+            full[tile % stages].complete_tx(tile_bytes)
+        heapq.heapify(landing)
+        for when, tile in [x for x in pending_arrivals if x[0] <= now]:
+            pending_arrivals.remove((when, tile))
+            read[tile] = read.get(tile, 0) + 1
+            empty[tile % stages].arrive()
+        while any(step(who, now) for who in parties): pass
+        later = [w for w, _ in landing] + [w for w, _ in pending_arrivals] + \
+                [p[1] for p in parties.values() if p[0] < tiles and p[1] > now]
+        if not later:
+            if any(p[0] < tiles for p in parties.values()):
+                raise PipelineStuck(stuck_sentence(parties, waits_on, tiles))
+            break
+        now = min(later)
+    total = max([e.end for e in events] + [0.0])
+    return Run(sorted(events, key=lambda e: (e.start, e.who)), total)
+
+
+def stuck_sentence(parties, waits_on, tiles):
+    "What each unfinished party waits for, and the state of that barrier."
+    lines = []
+    for who, (t, _, _) in parties.items():
+        if t >= tiles: continue
+        barrier, parity = waits_on(who, t)
+        lines.append(f"{who}, at tile {t}, waits for the phase of parity {parity} of {barrier.state()}")
+    return "the pipeline is stuck (on a GPU: a hang): " + "; ".join(lines)
+
+
+EVENT_STYLE = {'issue': dict(color='#1f77b4', label='producer: issue a TMA copy'),
+               'copy': dict(color='#ff7f0e', label='TMA: bytes land in shared memory'),
+               'math': dict(color='#2ca02c', label='consumer: wgmma on the stage'),
+               'wait': dict(color='#d3d3d3', label='waiting on an mbarrier')}
+
+
+def draw_pipeline(run, title=None):
+    """The Run as a timeline: a row per party (producer, the copies, each consumer), bars per event labelled with
+    their tile; each bar carries the gid 'who:what:tile' so that what is drawn can be read back."""
+    import matplotlib.pyplot as plt
+    rows = ['producer', 'copy'] + sorted({e.who for e in run.events if e.who.startswith('consumer')})
+    fig, ax = plt.subplots(figsize=(11, 0.7 * len(rows) + 1.4))
+    seen = set()
+    for e in run.events:
+        y = len(rows) - 1 - rows.index(e.who)
+        style = dict(EVENT_STYLE[e.what])
+        label = style.pop('label')
+        bar = ax.barh(y, e.end - e.start, left=e.start, height=0.6, edgecolor='w', linewidth=0.8,
+                      label=None if e.what in seen else label, **style)
+        seen.add(e.what)
+        bar.patches[0].set_gid(f'{e.who}:{e.what}:{e.tile}')
+        if e.what != 'wait' and e.end - e.start >= 0.8:
+            ax.text((e.start + e.end) / 2, y, str(e.tile), ha='center', va='center', fontsize=8,
+                    color='w' if e.what == 'math' else 'k')
+    names = {'copy': 'TMA (bytes landing)'}
+    ax.set_yticks(range(len(rows)), [names.get(r, r) for r in reversed(rows)])
+    ax.set_xlim(0, run.total * 1.02)
+    ax.set_xlabel("time (abstract units); the number on a bar is its tile of K")
+    ax.set_title(title or f"{run.total:.1f} units")
+    ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.tight_layout()
+    return fig
