@@ -181,3 +181,35 @@ def swizzled_offset(row, col, row_elements=64, element_bytes=2):
     per_chunk = 16 // element_bytes
     chunk, within = divmod(col, per_chunk)
     return row * row_elements + ((chunk ^ (row % 8)) * per_chunk) + within
+
+
+def draw_swizzle(rows=8, chunks=8, read_chunk=0):
+    """Where the 16-byte chunks of `rows` rows of a 128-byte-row tile are stored, as they are and XOR-swizzled (chunk c
+    of row r at place c ^ (r % 8)): each cell is a place in its row, labelled with the chunk stored there; the places
+    of chunk `read_chunk` of every row, which one ldmatrix matrix reads together, are red. A place spans 4 banks (place
+    p: banks 4p .. 4p + 3), so red cells in one column share their banks. Each cell has the gid 'panel:row:place'."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    per_chunk = 8                                          # bf16 values per 16-byte chunk
+    layouts = {'as it is': lambda r, c: c, 'XOR-swizzled': lambda r, c: swizzled_offset(r, c * per_chunk) % (chunks * per_chunk) // per_chunk}
+    fig, axs = plt.subplots(1, 2, figsize=(11, 0.55 * rows + 1.8))
+    for ax, (name, place_of) in zip(axs, layouts.items()):
+        columns = {place_of(r, read_chunk) for r in range(rows)}
+        for r in range(rows):
+            for c in range(chunks):
+                p = place_of(r, c)
+                hit = c == read_chunk
+                ax.add_patch(Rectangle((p, r), 1, 1, facecolor='#d62728' if hit else '0.93', edgecolor='0.4', lw=0.6,
+                                       gid=f'{name}:{r}:{p}'))
+                ax.text(p + 0.5, r + 0.5, str(c), ha='center', va='center', fontsize=8, color='w' if hit else 'k')
+        ax.set_xlim(0, chunks); ax.set_ylim(rows, 0); ax.set_aspect('equal')
+        ax.set_xticks([p + 0.5 for p in range(chunks)], [f'{4 * p}-{4 * p + 3}' for p in range(chunks)], fontsize=7)
+        ax.set_yticks([r + 0.5 for r in range(rows)], [str(r) for r in range(rows)], fontsize=8)
+        ax.set_xlabel('place in the row (its banks)'); ax.set_ylabel('row')
+        ways = rows // len(columns)
+        ax.set_title(f"{name}: chunk {read_chunk} of rows 0-{rows - 1} in {len(columns)} bank group"
+                     f"{'s' if len(columns) > 1 else ''}: {ways} pass{'es' if ways > 1 else ''}", fontsize=10)
+    fig.suptitle("a 128-byte row is 8 chunks of 16 bytes; the number in a cell is the chunk stored at that place", fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

@@ -99,3 +99,14 @@ def test_row_major_ldmatrix_conflicts_and_the_swizzle_removes_them():
     assert ldmatrix_passes(swizzled) == [1, 1, 1, 1]
     # the swizzle is a permutation of each row's chunks: nothing is lost or stored twice
     assert sorted(swizzled_offset(r, c) for r in range(8) for c in range(64)) == list(range(8 * 64))
+
+
+def test_the_swizzle_drawing_puts_one_chunk_in_eight_bank_groups():
+    from course.tensor_core_fragments import draw_swizzle
+    fig = draw_swizzle(read_chunk=3)
+    red = {p.get_gid() for ax in fig.axes for p in ax.patches if p.get_facecolor()[:3] != (0.93, 0.93, 0.93)}
+    plain = {g for g in red if g.startswith('as it is')}
+    swizzled = {g for g in red if g.startswith('XOR')}
+    assert plain == {f'as it is:{r}:3' for r in range(8)}                        # one column: the same 4 banks
+    assert swizzled == {f'XOR-swizzled:{r}:{3 ^ r}' for r in range(8)}           # 8 places: 8 bank groups
+    assert '8 passes' in fig.axes[0].get_title() and '1 pass' in fig.axes[1].get_title()
