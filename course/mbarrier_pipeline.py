@@ -20,7 +20,6 @@ with parity n & 1, multiplies, and arrives on `empty[s]`. `simulate` runs that p
 cannot finish (wrong parity, wrong byte count, a missing arrival) raises `PipelineStuck` with what each party
 waits for, as the GPU would hang. Times are abstract units.
 """
-import heapq
 from typing import NamedTuple
 
 
@@ -113,7 +112,7 @@ def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, 
     expect_bytes = tile_bytes if expect_bytes is None else expect_bytes
     full = [MBarrier(1, f'full[{s}]') for s in range(stages)]
     empty = [MBarrier(consumers, f'empty[{s}]') for s in range(stages)]
-    events, landing = [], []           # landing: heap of (time, tile) of copies in flight
+    events, landing = [], []           # landing: (time, tile) of the copies in flight
     landed, read = set(), {}           # tiles whose bytes landed; tile -> consumers done reading it
     # each party: [next tile, time it is free, time it started waiting (or None)]
     parties = {'producer': [0, 0.0, None], **{f'consumer {c}': [0, 0.0, None] for c in range(consumers)}}
@@ -140,7 +139,7 @@ def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, 
             full[s].arrive_expect_tx(expect_bytes)
             events.append(Event(who, 'issue', t, now, now + issue))
             events.append(Event('copy', 'copy', t, now + issue + latency, now + issue + latency + copy))
-            heapq.heappush(landing, (now + issue + latency + copy, t))
+            landing.append((now + issue + latency + copy, t))
             parties[who] = [t + 1, now + issue, None]
         else:
             if t not in landed:
@@ -158,7 +157,6 @@ def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, 
             landing.remove((when, tile))
             landed.add(tile)
             full[tile % stages].complete_tx(tile_bytes)
-        heapq.heapify(landing)
         for when, tile in [x for x in pending_arrivals if x[0] <= now]:
             pending_arrivals.remove((when, tile))
             read[tile] = read.get(tile, 0) + 1

@@ -58,9 +58,9 @@ def cublas(precision):
     (fp32 matrices rounded to TF32 on the tensor cores) or 'bf16' (bf16 matrices, a bf16 result). torch's TF32 switch
     is set for the call and put back after it."""
     if precision not in ('fp32', 'tf32', 'bf16'): raise ValueError(f"precision must be 'fp32', 'tf32' or 'bf16', got {precision!r}")
+    import torch
 
     def matmul(m, n):
-        import torch
         allowed = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = precision == 'tf32'
         try: return m @ n

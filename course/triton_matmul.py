@@ -61,9 +61,10 @@ def matmul_triton(m, n, precision='ieee'):
     dtype = 'bfloat16' if precision == 'bf16' else 'float32'
     h, k, w = check_matmul_inputs(m, n, dtype=dtype)
     out = torch.empty(h, w, device=m.device, dtype=getattr(torch, dtype))
-    kernel = _kernel('ieee' if precision == 'bf16' else precision)
+    input_precision = 'ieee' if precision == 'bf16' else precision     # bf16 inputs: the tensor cores whatever it says
+    kernel = _kernel(input_precision)
     kernel[lambda meta: ((h + meta['BM'] - 1) // meta['BM'] * ((w + meta['BN'] - 1) // meta['BN']),)](
-        m, n, out, h, w, k, 'ieee' if precision == 'bf16' else precision)
+        m, n, out, h, w, k, input_precision)
     return out
 
 
