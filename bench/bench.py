@@ -2,7 +2,7 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/12_benchmarks.ipynb (the same functions the notebook uses): prints the
+Runs the `#| export` code of notebooks/13_benchmarks.ipynb (the same functions the notebook uses): prints the
 tables for the lecture's problem and for 4096^3 (median and middle half of the GPU's time per call over
 interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
 middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture; then
@@ -23,7 +23,7 @@ from course.cuda_toolkit import tensor_cores_available  # noqa: E402
 
 
 def markdown_table(rows):
-    "The rows of notebook 12's `table` as a Markdown table."
+    "The rows of notebook 13's `table` as a Markdown table."
     lines = ['| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS fp32 | vs cuBLAS fp32 |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |'
@@ -32,7 +32,7 @@ def markdown_table(rows):
 
 
 def tensor_core_markdown(precision, shape, rows, target):
-    "One of notebook 12's tensor-core tables (same-precision comparison) as Markdown, with its target line."
+    "One of notebook 13's tensor-core tables (same-precision comparison) as Markdown, with its target line."
     h, k, w = shape
     lines = [f'**Tensor cores, {precision}, {h}x{k} @ {k}x{w}:**', '',
              f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
@@ -63,7 +63,7 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    nb = import_notebook('12')
+    nb = import_notebook('13')
     kernels = nb.all_kernels()
     styles = nb.kernel_styles(kernels)
     images = ROOT / 'images'

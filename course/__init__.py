@@ -38,6 +38,6 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.barrier_placement` | barriers inside branches, after early returns, or missing between fill and read, read from Python or CUDA C source |
 | `exercises.parts` | what the checks are made of: running the learner's code, comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
 | `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
-| `exercises.lesson_01` ... `lesson_11` | the checks of each exercise notebook |
+| `exercises.lesson_01` ... `lesson_12` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 """

@@ -147,9 +147,13 @@ def compile_cuda(cuda_src, opt=True, arch=None, extra_flags=()):
 
     The fast path of the course: no torch headers, so a first compile takes about a second, and a content
     hash names the library, so re-running the cell or restarting the notebook reuses it.
-    Without a GPU (but with nvcc) it still compiles: the source is checked, nothing can run."""
+    Without a GPU (but with nvcc) it still compiles: the source is checked, nothing can run.
+    `arch` is `sm_XY` (the GPU's own unless said); an arch-specific target such as `sm_90a` (Hopper's wgmma and
+    setmaxnreg) is built with `-gencode=arch=compute_90a,code=sm_90a`, since `-arch=sm_90a` also runs a plain
+    sm_90 pass that rejects those instructions."""
     arch = arch or cuda_arch()
+    target = f'-gencode=arch=compute_{arch[3:]},code={arch}' if arch.endswith('a') else f'-arch={arch}'
     flags = ['-O3', '-Xptxas', '-O3'] if opt else ['-O0', '-Xptxas', '-O0', '-G']
-    args = ['-shared', '-Xcompiler', '-fPIC', f'-arch={arch}', '-lineinfo', *flags, *extra_flags]
+    args = ['-shared', '-Xcompiler', '-fPIC', target, '-lineinfo', *flags, *extra_flags]
     lib = run_nvcc(args, cuda_src + _ERROR_STRING_SRC, '.so')
     return CudaModule(lib, cuda_src)

@@ -31,7 +31,11 @@ extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int 
     (aligned ? kernel : kernel_unaligned)<<<blocks, THREADS, SHARED, stream>>>(A, B, C, M, N, K, aligned);
     return cudaGetLastError();
 }}
-// Of the kernel for aligned rows: 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per
+'''
+
+# Read back by `TemplateVariant.resources`; joined to every launcher (it names `kernel`, THREADS and SHARED).
+RESOURCES = r'''
+// Of `kernel` (for aligned rows, where there are two): 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per
 // multiprocessor, 3: local memory per thread
 extern "C" int kernel_resource(int which) {{
     cudaFuncAttributes attr;
@@ -49,6 +53,11 @@ extern "C" int kernel_resource(int which) {{
 C_TYPES = {'float32': 'float', 'bfloat16': '__nv_bfloat16'}
 
 
+def c_literal(value):
+    "A template argument as C++ writes it: True -> 'true', 8 -> '8', 'Bf16' -> 'Bf16'."
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def template_parameters(source, name):
     "The names of kernel `name`'s template parameters, in order (defaults dropped)."
     found = re.search(r'template\s*<([^>]*)>\s*__global__.*?\b' + name + r'\s*\(', source, re.S)
@@ -60,20 +69,23 @@ class TemplateVariant:
     """Kernel `name` of `source` (a template) instantiated with `params`, launched with `threads` threads per
     block, `shared_bytes` of dynamic shared memory, and one block per BM x BN tile of C; A and B hold `dtype`, C
     `out_dtype` (float32 unless said). Callable as fn(m, n); compiled on first use or by build(). Parameters
-    named in `params` but not in the template (e.g. 'vector') only describe the variant."""
-    def __init__(self, source, name, threads, shared_bytes=0, dtype='float32', out_dtype='float32', **params):
+    named in `params` but not in the template (e.g. 'vector') only describe the variant, or fill the launcher's
+    fields of the same name. `launcher` is the launcher's text (a format string, `LAUNCHER` unless said); `arch`
+    the GPU target (`compile_cuda`'s)."""
+    def __init__(self, source, name, threads, shared_bytes=0, dtype='float32', out_dtype='float32', launcher=LAUNCHER,
+                 arch=None, **params):
         self.name, self.params, self.threads, self.shared_bytes = name, params, threads, shared_bytes
-        self.dtype, self.out_dtype = dtype, out_dtype
-        values = {**params, 'THREADS': threads}
+        self.dtype, self.out_dtype, self.arch = dtype, out_dtype, arch
+        values = {k: c_literal(v) for k, v in {**params, 'THREADS': threads}.items()}
         names = template_parameters(source, name)
-        args, args_unaligned = (', '.join(str({**values, 'ALIGNED': a}[p]) for p in names) for a in ('true', 'false'))
-        self.source = cuda_prelude + source + LAUNCHER.format(
+        args, args_unaligned = (', '.join({**values, 'ALIGNED': a}[p] for p in names) for a in ('true', 'false'))
+        self.source = cuda_prelude + source + (launcher + RESOURCES).format(
             kernel=name, args=args, args_unaligned=args_unaligned, threads=threads, shared=shared_bytes, bm=params['BM'], bn=params['BN'],
-            c_in=C_TYPES[dtype], c_out=C_TYPES[out_dtype])
+            c_in=C_TYPES[dtype], c_out=C_TYPES[out_dtype], **values)
         self._module = None
 
     def build(self):
-        if self._module is None: self._module = compile_cuda(self.source)
+        if self._module is None: self._module = compile_cuda(self.source, arch=self.arch)
         return self
 
     def __call__(self, m, n):

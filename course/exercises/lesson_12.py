@@ -1,0 +1,224 @@
+"""The exercises of notebook 12: how many bytes a stage's `full` barrier expects, and the strides of the wgmma
+descriptor of B's stage. Both are checked on a CPU, against the course's models of the kernels of notebook 12:
+course/mbarrier_pipeline.py (the mbarrier and the TMA pipeline on full/empty barriers) and course/wgmma_layout.py
+(where TMA writes a tile, where a wgmma descriptor reads it)."""
+from ..mbarrier_pipeline import PipelineRace, PipelineStuck, simulate
+from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, wgmma_offset
+from .lesson_11 import asked_twice, whole_numbers
+from .parts import NotYet, need, running
+from .registry import exercise
+
+CONSUMER_ROWS = 64       # rows of A per consumer warpgroup (one wgmma m64): a stage of bm rows feeds bm / 64 consumers
+BOX_COLUMNS = 64         # columns of B per TMA box in notebook 12's kernels (128 bytes of bf16)
+
+
+def and_list(numbers, sort=True):
+    "'1, 2 and 4'."
+    numbers = [str(n) for n in (sorted(numbers) if sort else numbers)]
+    return ', '.join(numbers[:-1]) + ' and ' + numbers[-1]
+
+
+# --------------------------------------------------------------------------------------------------
+# 12.1: the bytes one stage's full barrier expects
+# --------------------------------------------------------------------------------------------------
+
+STAGE_SHAPES = [(bm, bn, bk) for bm in (128, 64, 256) for bn in (128, 256, 64) for bk in (64, 32)]
+CLUSTER_SIZES = (1, 2, 4)
+ELEMENT_SIZES = (2, 1, 4)          # bf16 / fp16 first, then 1-byte (fp8) and 4-byte (tf32) elements
+SIMULATED = dict(tiles=6, stages=3)  # the model's pipeline when it explains a wrong byte count
+
+
+def byte_questions():
+    """The (bm, bn, bk, cluster_blocks, element_bytes) the check asks about: every stage shape, cluster size and
+    element size where the cluster's blocks share B's boxes evenly (as the kernels' static_assert demands)."""
+    return [(bm, bn, bk, cluster, size) for size in ELEMENT_SIZES for cluster in CLUSTER_SIZES
+            for bm, bn, bk in STAGE_SHAPES if (bn // BOX_COLUMNS) % cluster == 0]
+
+
+def landing_bytes(bm, bn, bk, cluster_blocks, element_bytes):
+    "The bytes that land in one block's stage: its own A tile and the whole of B's tile, whoever copied it."
+    return (bm * bk + bk * bn) * element_bytes
+
+
+def call_text(key):
+    bm, bn, bk, cluster, size = key
+    return f"expected_bytes(bm={bm}, bn={bn}, bk={bk}, cluster_blocks={cluster}, element_bytes={size})"
+
+
+def slips(bm, bn, bk, cluster, size):
+    "(what was counted, its value) for the mistakes a byte count is likely to make, in the order they are told apart."
+    a, b = bm * bk, bk * bn
+    return [
+        (f"what this block's own producer copies (A's tile and 1/{cluster} of B's boxes). The other "
+         f"producer{'s' if cluster > 2 else ''} of the cluster multicast the rest of B's boxes into this block too, and "
+         "every byte that lands in a block counts down that block's barrier, whoever issued the copy",
+         (a + b // cluster) * size),
+        ("elements, not bytes: multiply by element_bytes", a + b),
+        ("2 bytes per element whatever element_bytes says", (a + b) * 2),
+        ("A's tile only: B's tile lands in the same stage and counts down the same barrier", a * size),
+        ("B's tile only: A's tile lands in the same stage and counts down the same barrier", b * size),
+        ("the A tiles of every block of the cluster: each block's A tile lands in that block only, and counts down that "
+         "block's barrier only", (cluster * a + b) * size),
+        ("B's tile once per block of the cluster: a multicast copy writes each box once into each block, so a block "
+         "receives B's tile once", (a + cluster * b) * size),
+    ]
+
+
+def what_was_counted(value, key):
+    "', which is <the slip>' where the value matches a likely mistake, else ''."
+    truth = landing_bytes(*key)
+    for what, slip in slips(*key):
+        if slip == value != truth: return f": that is {what}"
+    return ''
+
+
+def model_run(key, value):
+    """What the model's pipeline does when the producer expects `value` bytes where landing_bytes(key) land:
+    (the model's sentence, what a GPU would do)."""
+    bm, bn, bk, cluster, size = key
+    truth = landing_bytes(*key)
+    setting = (f"In the course's model of the pipeline (course.mbarrier_pipeline.simulate, {SIMULATED['tiles']} tiles "
+               f"of K through {SIMULATED['stages']} stages, {max(1, bm // CONSUMER_ROWS)} consumer warpgroups, "
+               f"tile_bytes={truth}, expect_bytes={value})")
+    try:
+        simulate(SIMULATED['tiles'], SIMULATED['stages'], max(1, bm // CONSUMER_ROWS), tile_bytes=truth,
+                 expect_bytes=value)
+    except PipelineStuck as e:
+        return (f"{setting}: {e}",
+                f"On the GPU: a hang. The phase of full[s] waits for {value - truth} bytes that no copy will bring, so the "
+                "consumers wait on it forever and the kernel never returns")
+    except PipelineRace as e:
+        return (f"{setting}: {e}",
+                "On the GPU: the phase completes at the producer's arrive, before a byte has landed, and the wgmmas read "
+                "whatever the stage holds by then (an older tile, or nothing yet): a wrong result")
+    except RuntimeError as e:
+        return (f"{setting}: {e}",
+                f"On the GPU: the phase completes once {value} bytes have landed, before the last {truth - value}, so the "
+                "consumers may multiply a stage that still holds part of an older tile (a wrong result that comes and "
+                "goes with the timing); the late bytes then count down the next phase, and the barrier's count is off "
+                "from then on (more early phases, or a hang)")
+    return f"{setting}: the pipeline finishes", ''     # not reached for value != truth: said if it happens
+
+
+@exercise('12.1', 'how many bytes does full[s] expect',
+          hints=("full[s] of a block completes when the bytes that land in THAT block's stage have landed, whoever copied "
+                 "them. Which tiles land in a block's stage, and how many bytes is each?",
+                 "A's tile (bm x bk) lands in its own block only; all of B's tile (bk x bn) lands in every block of the "
+                 "cluster, half of its boxes from each producer when cluster_blocks = 2. So the count does not depend "
+                 "on cluster_blocks: (bm * bk + bk * bn) * element_bytes."))
+def full_barrier_bytes(ns, report):
+    name = 'expected_bytes'
+    fn, = need(ns, name)
+    if not callable(fn):
+        raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (bm, bn, bk, cluster_blocks, element_bytes)")
+
+    def ask(key):
+        call = call_text(key)
+        with running(call): value = fn(*key)
+        count = whole_numbers(value, call, ('the byte count',))
+        if count < 0:
+            raise NotYet(f"{call} returned {count}: a byte count cannot be negative (arrive.expect_tx raises the "
+                         "barrier's count of bytes still to come by it)")
+        return count
+    keys = byte_questions()
+    answers = asked_twice(keys, ask, name)
+    report.ok(f"{name} returns a whole number of bytes, 0 or more, for each of the {len(keys)} stages asked (tiles from "
+              f"64 to 256, bk 32 and 64, clusters of {and_list(CLUSTER_SIZES)} blocks, elements of "
+              f"{and_list(ELEMENT_SIZES)} bytes), the same when asked again in another order")
+    for key in keys:
+        value, truth = answers[key], landing_bytes(*key)
+        if value == truth: continue
+        bm, bn, bk, cluster, size = key
+        model, gpu = model_run(key, value)
+        too = 'fewer' if value < truth else 'more'
+        raise NotYet(f"{call_text(key)} returned {value}, {too} than the {truth} bytes that land in the block's stage "
+                     f"(A's {bm} x {bk} tile, {bm * bk * size} bytes, and B's whole {bk} x {bn} tile, {bk * bn * size} "
+                     f"bytes){what_was_counted(value, key)}. {model}. {gpu}")
+    report.ok(f"for all {len(keys)} it is the bytes that land in one block's stage, (bm * bk + bk * bn) * element_bytes, "
+              "A's tile and all of B's whatever the cluster size")
+    key = next(k for k in keys if k[3] == 2)
+    run = simulate(SIMULATED['tiles'], SIMULATED['stages'], key[0] // CONSUMER_ROWS, tile_bytes=answers[key],
+                   expect_bytes=answers[key])
+    report.ok(f"with {name}'s count, the model's pipeline (simulate) runs {SIMULATED['tiles']} tiles through "
+              f"{SIMULATED['stages']} stages with no hang and no race ({call_text(key)} = {answers[key]}; "
+              f"{run.total:g} units)")
+
+
+# --------------------------------------------------------------------------------------------------
+# 12.2: LBO and SBO of B's descriptor
+# --------------------------------------------------------------------------------------------------
+
+K_PER_STAGE = (64, 16, 32, 128)     # bk: the kernels' 64 first
+STAGE_COLUMNS = (64, 128, 256)      # bn: one box, two, four
+DESCRIPTOR_FIELD_MAX = 16 * (2 ** 14 - 1)   # a stride field: 14 bits, in units of 16 bytes
+
+
+def element_at(offset, bn, bk):
+    "'B[k][n]' of the element TMA put at byte `offset` of B's stage, or where the byte lies when no element starts there."
+    stage_bytes = bk * bn * 2
+    if offset >= stage_bytes: return f"past the end of B's {stage_bytes}-byte stage"
+    for k in range(bk):
+        for n in range(bn):
+            if b_stage_offset(k, n, bk) == offset: return f"where B[{k}][{n}] is"
+    return "where no element of B starts"
+
+
+def first_wrong_read(leading_bytes, stride_bytes, bn, bk, k_step=16):
+    """(k, n, where TMA put B[k][n], where wgmma reads it) of the first value a stage's wgmmas would read from the wrong
+    place, in the order mismatches() visits them (wgmma by wgmma, column by column), or None."""
+    for kk in range(bk // k_step):
+        for n in range(bn):
+            for k in range(k_step):
+                read = wgmma_offset(n, k, 'MN', leading_bytes, stride_bytes, start=kk * k_step * SWIZZLE_BYTES)
+                stored = b_stage_offset(kk * k_step + k, n, bk)
+                if read != stored: return kk * k_step + k, n, stored, read
+    return None
+
+
+def learner_strides(fn, name):
+    "{bk: (LBO, SBO)} from the learner's function, each a whole number a descriptor can hold."
+    def ask(key):
+        call = f"{name}({key[0]})"
+        with running(call): value = fn(*key)
+        lbo, sbo = whole_numbers(value, call, ('LBO', 'SBO'))
+        for what, v in (('LBO', lbo), ('SBO', sbo)):
+            if v < 0: raise NotYet(f"{call} returned {what} = {v}: a byte offset in a descriptor is never negative")
+        try: fields = descriptor_fields(descriptor(0, lbo, sbo))
+        except ValueError as e:
+            raise NotYet(f"{call} returned ({lbo}, {sbo}), which the descriptor cannot hold: {e} (as wgmma_layout.descriptor "
+                         "says; the kernels' matrix_descriptor would silently drop the low 4 bits)") from None
+        if (fields['LBO'], fields['SBO']) != (lbo, sbo):
+            raise NotYet(f"{call} returned ({lbo}, {sbo}): a stride field of the descriptor is 14 bits of 16-byte units, "
+                         f"at most {DESCRIPTOR_FIELD_MAX} bytes; this one reads back as LBO = {fields['LBO']}, "
+                         f"SBO = {fields['SBO']}")
+        return lbo, sbo
+    answers = asked_twice([(bk,) for bk in K_PER_STAGE], ask, name)
+    return {bk: answers[bk,] for bk in K_PER_STAGE}
+
+
+@exercise('12.2', 'point wgmma at B',
+          hints=("In the MN-major layout, wgmma finds value n of row k at (n // 64) * LBO + (k // 8) * SBO + (k % 8) * 128 "
+                 "+ (n % 64) * 2 (before the swizzle). Where does TMA put column 64 of row 0 of the stage, and row 8 of "
+                 "column 0?",
+                 "Column 64 is the first of the second box, and a box is bk rows of 128 bytes: LBO = bk * 128. Row 8 "
+                 "starts 8 rows of 128 bytes into its box: SBO = 1024, whatever bk is."))
+def b_descriptor_strides(ns, report):
+    name = 'b_strides'
+    fn, = need(ns, name)
+    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of bk")
+    strides = learner_strides(fn, name)
+    report.ok(f"{name} returns two whole numbers for bk = {and_list(K_PER_STAGE, sort=False)}, multiples of 16 that the "
+              "descriptor's fields hold, the same when asked again in another order")
+    for bk in K_PER_STAGE:
+        lbo, sbo = strides[bk]
+        for bn in STAGE_COLUMNS:
+            wrong = mismatches('B', lbo, sbo, bn=bn, bk=bk)
+            if not wrong: continue
+            k, n, stored, read = first_wrong_read(lbo, sbo, bn, bk)
+            raise NotYet(f"with bk = {bk}, {name} gives LBO = {lbo}, SBO = {sbo}: the wgmmas of a stage of B (bk = {bk} "
+                         f"rows of K, bn = {bn} columns) would read {wrong} of its {bk * bn} values from the wrong place "
+                         f"(wgmma_layout.mismatches). The first: B[{k}][{n}] (row k = {k}, column n = {n}), which TMA put "
+                         f"at byte {stored} of the stage (box {n // BOX_COLUMNS}, row {k}), but the descriptor points the "
+                         f"wgmma at byte {read}, {element_at(read, bn, bk)}")
+    report.ok(f"for every bk asked and bn = {and_list(STAGE_COLUMNS)}, the wgmmas of a stage read every value "
+              "of B where TMA put it: 0 mismatches (course.wgmma_layout.mismatches, swizzle included)")

@@ -1,0 +1,120 @@
+"""Notebook 12's Hopper kernels (TMA, wgmma, mbarrier pipelines, warp specialization, persistent clusters) and the
+model of where TMA puts a tile and wgmma reads it.
+
+On a CPU-only machine every step is compiled for sm_90a by nvcc, and the layout model is checked against the
+descriptors the kernels use. On a Hopper GPU every step runs against float64 on awkward shapes (shapes TMA cannot
+copy go to the fallback), rejects bad input, and uses no local memory."""
+import pytest
+import torch
+
+from course.correctness import bad_matmul_inputs
+from course.cuda_library import CudaError
+from course.cuda_toolkit import CudaUnavailableError, hopper_available
+from course.reduced_precision import check_reduced_precision, random_inputs
+from course.tensor_core_fragments import swizzled_offset
+from course.wgmma_layout import (a_stage_offset, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128,
+                                 tma_offset, wgmma_offset)
+from utils import import_notebook, nvcc_available
+
+nb = import_notebook('12')
+needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
+hopper = pytest.mark.skipif(not hopper_available(), reason="needs a Hopper GPU (compute capability 9.0)")
+
+
+def test_tma_swizzle_is_notebook_11s_swizzle():
+    assert all(tma_offset(r, c) == 2 * swizzled_offset(r, c) for r in range(16) for c in range(64))
+    assert swizzle_128(0x1000 + 3 * 128 + 16) == 0x1000 + 3 * 128 + (1 ^ 3) * 16
+    with pytest.raises(ValueError): tma_offset(0, 64)
+
+
+def test_the_kernels_descriptors_read_every_value_from_its_place():
+    "A: K-major, SBO = 1024; B: MN-major, LBO = one box (64 rows of K x 128 bytes), SBO = 1024: no value misplaced."
+    assert mismatches('A', 16, 1024) == 0 and mismatches('A', 1024 * 7, 1024) == 0     # LBO unused for K-major
+    for bk in (16, 32, 64, 128):
+        assert mismatches('B', bk * 128, 1024, bn=128, bk=bk) == 0
+
+
+@pytest.mark.parametrize('operand, lbo, sbo', [('A', 16, 128), ('A', 16, 2048), ('B', 1024, 8192), ('B', 128, 1024),
+                                               ('B', 8192, 128), ('B', 4096, 1024)])
+def test_wrong_strides_misplace_values(operand, lbo, sbo):
+    assert mismatches(operand, lbo, sbo) > 0
+
+
+def test_the_layout_model_places_values_as_the_kernel_stores_them():
+    "Row k of B's box j starts at j * box bytes + k * 128 (before the swizzle); a wgmma's start moves 16 rows of K on."
+    assert b_stage_offset(0, 64) == 64 * 128 and b_stage_offset(1, 0) == swizzle_128(128) == 128 + 16 and b_stage_offset(8, 0) == 1024
+    assert a_stage_offset(9, 3) == swizzle_128(9 * 128 + 6)
+    assert wgmma_offset(0, 0, 'MN', 8192, 1024, start=2048) == b_stage_offset(16, 0)
+    with pytest.raises(ValueError): wgmma_offset(0, 64, 'K', 16, 1024)
+    with pytest.raises(ValueError): wgmma_offset(0, 0, 'X', 16, 1024)
+
+
+def test_descriptor_fields_round_trip():
+    d = descriptor(0x2400, 8192, 1024)
+    assert descriptor_fields(d) == {'address': 0x2400, 'LBO': 8192, 'SBO': 1024, 'swizzle': 1}
+    assert d >> 62 == 1 and d & 0x3FFF == 0x2400 >> 4
+    with pytest.raises(ValueError): descriptor(0x2408, 8192, 1024)
+
+
+def test_unknown_step_is_refused():
+    with pytest.raises(ValueError, match='step must be one of'): nb.hopper_kernel('fastest')
+
+
+def test_tma_can_copy_asks_for_16_byte_rows():
+    def bf16(h, w): return torch.zeros(h, w, dtype=torch.bfloat16)
+    assert nb.tma_can_copy(bf16(5, 8), bf16(8, 16))
+    assert not nb.tma_can_copy(bf16(5, 12), bf16(12, 16))       # K = 12: rows of A are 24 bytes
+    assert not nb.tma_can_copy(bf16(5, 8), bf16(8, 20))         # N = 20
+    shifted = torch.zeros(41, dtype=torch.bfloat16)[1:].view(5, 8)   # starts 2 bytes past an aligned address
+    assert shifted.is_contiguous() and not nb.tma_can_copy(shifted, bf16(8, 16))
+
+
+@needs_nvcc
+def test_every_step_compiles_for_sm_90a():
+    kernels = [nb.hopper_kernel(step) for step in nb.HOPPER_STEPS]
+    kernels += [nb.hopper_kernel('tma', STAGES=s) for s in (2, 3)]
+    for k in kernels: k.build()
+    assert all(k._module is not None for k in kernels)
+
+
+@hopper
+@pytest.mark.parametrize('step', list(nb.HOPPER_STEPS))
+def test_every_step_is_right_on_awkward_shapes(step, capsys):
+    assert check_reduced_precision(nb.HopperMatmul(step), 'bf16', nb.HOPPER_SHAPES), capsys.readouterr().out
+
+
+@hopper
+def test_rows_not_on_16_bytes_go_to_the_fallback_and_stay_right():
+    kernel = nb.HopperMatmul('cluster')
+    m, n = random_inputs(300, 264, 136, 'bf16')
+    m = torch.cat([torch.zeros(1, device='cuda', dtype=m.dtype), m.flatten()])[1:].view(300, 264)
+    assert not nb.tma_can_copy(m, n)
+    from course.reduced_precision import error_against_float64
+    assert error_against_float64(kernel(m, n), m, n, 'bf16')[0] <= 1
+    with pytest.raises(CudaError, match='invalid argument'):       # the TMA kernel itself refuses such rows
+        kernel.kernel(m, n)
+    torch.cuda.synchronize()
+
+
+@hopper
+def test_bad_input_is_rejected():
+    kernel = nb.HopperMatmul('persistent')
+    for what, (m, n) in bad_matmul_inputs().items():
+        if what != 'float64': m, n = m.to(torch.bfloat16), n.to(torch.bfloat16)
+        with pytest.raises((ValueError, TypeError)): kernel(m, n)
+    other = torch.rand(8, 8, device='cuda')
+    with pytest.raises(TypeError, match='bfloat16'): kernel(other, other)
+    torch.cuda.synchronize()
+
+
+@hopper
+def test_a_gpu_that_is_not_hopper_gets_a_sentence(monkeypatch):
+    monkeypatch.setattr(nb, 'hopper_available', lambda: False)
+    m, n = random_inputs(64, 64, 64, 'bf16')
+    with pytest.raises(CudaUnavailableError, match='Hopper'): nb.HopperMatmul('tma')(m, n)
+
+
+@hopper
+@pytest.mark.parametrize('step', list(nb.HOPPER_STEPS))
+def test_no_step_spills_to_local_memory(step):
+    assert nb.hopper_kernel(step).resources()['local_bytes'] == 0

@@ -1,0 +1,140 @@
+"""Wrong answers for notebook 12's exercises (the bytes a stage's full barrier expects, and the strides of B's wgmma
+descriptor), and right answers written unusually."""
+from . import Wrong
+
+BYTES_RETURN = "return (a_tile + b_tile) * element_bytes"
+B_TILE = "    b_tile = bk * bn "
+LBO_LINE = "    leading = bk * row_bytes "
+SBO_LINE = "    stride = 8 * row_bytes "
+STRIDES_RETURN = "    return leading, stride\n"
+
+
+def bytes_returning(expression):
+    "The solution of 12.1 with `return <expression>`."
+    return (BYTES_RETURN, f"return {expression}")
+
+
+def strides_returning(expression):
+    "The solution of 12.2 with `return <expression>`."
+    return (STRIDES_RETURN, f"    return {expression}\n")
+
+
+WRONG = [
+    # 12.1: how many bytes does full[s] expect
+    Wrong('12.1', "counts only what the block's own producer copies (B / cluster)",
+          change=(B_TILE, "    b_tile = bk * bn // cluster_blocks "),
+          expect=r"expected_bytes\(bm=128, bn=128, bk=64, cluster_blocks=2, element_bytes=2\) returned 24576, fewer than "
+                 r"the 32768 bytes that land in the block's stage.*that is what this block's own producer copies \(A's "
+                 r"tile and 1/2 of B's boxes\).*8192 bytes more arrived than phase 0 expected.*a wrong result that comes "
+                 r"and goes"),
+    Wrong('12.1', 'counts elements, not bytes',
+          change=bytes_returning('a_tile + b_tile'),
+          expect=r"cluster_blocks=1, element_bytes=2\) returned 16384, fewer than the 32768 bytes.*that is elements, not "
+                 r"bytes: multiply by element_bytes"),
+    Wrong('12.1', 'ignores element_bytes (2 bytes hard-coded)',
+          change=bytes_returning('(a_tile + b_tile) * 2'),
+          expect=r"element_bytes=1\) returned 32768, more than the 16384 bytes.*2 bytes per element whatever "
+                 r"element_bytes says.*PipelineStuck|element_bytes=1\) returned 32768, more.*stuck \(on a GPU: a hang\).*"
+                 r"On the GPU: a hang\. The phase of full\[s\] waits for 16384 bytes that no copy will bring"),
+    Wrong('12.1', "A's tile only",
+          change=bytes_returning('a_tile * element_bytes'),
+          expect=r"returned 16384, fewer than the 32768 bytes.*that is A's tile only"),
+    Wrong('12.1', "the A tiles of the whole cluster",
+          change=bytes_returning('(cluster_blocks * a_tile + b_tile) * element_bytes'),
+          expect=r"cluster_blocks=2, element_bytes=2\) returned 49152, more than the 32768 bytes.*the A tiles of every "
+                 r"block of the cluster.*On the GPU: a hang"),
+    Wrong('12.1', "B's tile counted once per block of the cluster",
+          change=bytes_returning('(a_tile + cluster_blocks * b_tile) * element_bytes'),
+          expect=r"cluster_blocks=2, element_bytes=2\) returned 49152, more.*B's tile once per block of the cluster.*"
+                 r"the pipeline is stuck \(on a GPU: a hang\)"),
+    Wrong('12.1', 'a float from / (B split and summed back)',
+          change=(B_TILE, "    b_tile = bk * bn / cluster_blocks * cluster_blocks "),
+          expect=r"expected_bytes\(bm=128, bn=128, bk=64, cluster_blocks=1, element_bytes=2\) returned 32768\.0, a float: "
+                 r"the byte count is a whole number"),
+    Wrong('12.1', 'ignores its arguments: counts its calls',
+          change=("def expected_bytes(bm, bn, bk, cluster_blocks, element_bytes=2):\n",
+                  "CALLS = [0]\n\ndef expected_bytes(bm, bn, bk, cluster_blocks, element_bytes=2):\n"
+                  "    CALLS[0] += 1\n    bm = bm + CALLS[0] // 109\n"),
+          expect=r"expected_bytes\(\d+, \d+, \d+, \d+, \d+\) returned \d+ the first time and \d+ when asked again in "
+                 r"another order: the answer must depend only on the arguments"),
+    Wrong('12.1', 'exit() for a cluster of 4',
+          change=(B_TILE, "    if cluster_blocks == 4: exit()\n" + B_TILE),
+          expect=r"expected_bytes\(bm=128, bn=256, bk=64, cluster_blocks=4, element_bytes=2\) called exit\(\).*: "
+                 r"return a value instead"),
+    Wrong('12.1', 'no return',
+          change=bytes_returning('None'),
+          expect=r"returned None: end the function with `return the byte count`"),
+    Wrong('12.1', 'a negative count (the bytes still to come written as a debt)',
+          change=bytes_returning('-(a_tile + b_tile) * element_bytes'),
+          expect=r"returned -32768: a byte count cannot be negative"),
+    Wrong('12.1', 'right only for bf16 (the sizes of lesson 12 written in)',
+          change=bytes_returning('(a_tile + b_tile) * element_bytes if element_bytes == 2 else 2 * bm * bk'),
+          expect=r"element_bytes=1\) returned 16384, fewer than the 16384|element_bytes=1\) returned 16384, more than"),
+
+    # 12.2: point wgmma at B
+    Wrong('12.2', 'LBO and SBO swapped',
+          change=strides_returning('stride, leading'),
+          expect=r"with bk = 64, b_strides gives LBO = 1024, SBO = 8192: the wgmmas of a stage of B \(bk = 64 rows of K, "
+                 r"bn = 64 columns\) would read 3584 of its 4096 values from the wrong place.*The first: B\[8\]\[0\] "
+                 r"\(row k = 8, column n = 0\), which TMA put at byte 1024 of the stage \(box 0, row 8\), but the "
+                 r"descriptor points the wgmma at byte 8192, past the end of B's 8192-byte stage"),
+    Wrong('12.2', 'LBO = 128 (one row, not one box)',
+          change=(LBO_LINE, "    leading = row_bytes "),
+          expect=r"with bk = 64, b_strides gives LBO = 128, SBO = 1024: .*bn = 128 columns\) would read 4096 of its 8192 "
+                 r"values from the wrong place.*The first: B\[0\]\[64\] .*at byte 8192 of the stage \(box 1, row 0\), but "
+                 r"the descriptor points the wgmma at byte 128, where B\[1\]\[0\] is"),
+    Wrong('12.2', 'SBO = bk * 128 (a box, not 8 rows)',
+          change=(SBO_LINE, "    stride = bk * row_bytes "),
+          expect=r"with bk = 64, b_strides gives LBO = 8192, SBO = 8192: .*bn = 64 columns\).*The first: B\[8\]\[0\].*"
+                 r"byte 1024 of the stage.*points the wgmma at byte 8192"),
+    Wrong('12.2', 'right only for bk = 64 (the strides of lesson 12 written in)',
+          change=strides_returning('8192, 1024'),
+          expect=r"with bk = 16, b_strides gives LBO = 8192, SBO = 1024: .*bn = 128 columns\) would read 1024 of its 2048 "
+                 r"values.*The first: B\[0\]\[64\].*at byte 2048 of the stage \(box 1, row 0\), but the descriptor points "
+                 r"the wgmma at byte 8192, past the end"),
+    Wrong('12.2', 'counts elements, not bytes',
+          change=(LBO_LINE + "# LBO: from one box of 64 columns to the next, a whole box further\n" + SBO_LINE,
+                  "    leading = bk * 64\n    stride = 8 * 64\n"),
+          expect=r"with bk = 64, b_strides gives LBO = 4096, SBO = 512: .*The first: B\[8\]\[0\].*byte 1024.*points the "
+                 r"wgmma at byte 512, where B\[4\]\[0\] is"),
+    Wrong('12.2', 'the strides in 16-byte units (as the descriptor encodes them)',
+          change=strides_returning('leading // 16, stride // 16'),
+          expect=r"with bk = 64, b_strides gives LBO = 512, SBO = 64: "),
+    Wrong('12.2', 'SBO = 2, the step between two values',
+          change=(SBO_LINE, "    stride = 2 "),
+          expect=r"b_strides\(64\) returned \(8192, 2\), which the descriptor cannot hold: the descriptor holds SBO in "
+                 r"units of 16 bytes; 2 is not a multiple of 16"),
+    Wrong("12.2", "the global matrix's strides (4096 columns), not the stage's",
+          change=strides_returning('bk * 4096 * 2, 8 * 4096 * 2'),
+          expect=r"b_strides\(64\) returned \(524288, 65536\): a stride field of the descriptor is 14 bits of 16-byte "
+                 r"units, at most 262128 bytes; this one reads back as LBO = 0, SBO = 65536"),
+    Wrong('12.2', 'a float LBO (bk / 64 boxes of 8192 bytes)',
+          change=(LBO_LINE, "    leading = bk / 64 * 8192 "),
+          expect=r"b_strides\(64\) returned \(8192\.0, 1024\), a float: LBO and SBO are whole numbers"),
+    Wrong('12.2', 'ignores its argument: counts its calls',
+          change=("def b_strides(bk):\n", "CALLS = [0]\n\ndef b_strides(bk):\n    CALLS[0] += 1\n    bk = bk + 16 * (CALLS[0] > 4)\n"),
+          expect=r"b_strides\(\(\d+,\)\) returned \(\d+, 1024\) the first time and \(\d+, 1024\) when asked again in another "
+                 r"order"),
+    Wrong('12.2', 'exit() where bk is not 64',
+          change=(LBO_LINE, "    if bk != 64: exit(1)\n" + LBO_LINE),
+          expect=r"b_strides\(16\) called exit\(\) \(1\).*: return a value instead"),
+    Wrong('12.2', 'one number returned (LBO only)',
+          change=strides_returning('leading'),
+          expect=r"b_strides\(64\) returned 8192 \(int\): return 2 whole numbers, `return LBO, SBO`"),
+]
+
+# Right answers written unusually: each must not be 'not yet'.
+RIGHT = [
+    Wrong('12.1', "each producer's share of B added up",
+          change=(B_TILE, "    b_tile = sum(bk * bn // cluster_blocks for producer in range(cluster_blocks)) "), expect=''),
+    Wrong('12.1', 'factored, and a numpy integer',
+          change=bytes_returning('__import__("numpy").int64(element_bytes * bk * (bm + bn))'), expect=''),
+    Wrong('12.1', 'the stage bytes from a tile shape table',
+          change=bytes_returning('sum(rows * cols for rows, cols in ((bm, bk), (bk, bn))) * element_bytes'), expect=''),
+    Wrong('12.2', 'bit shifts, returned as a list',
+          change=strides_returning('[bk << 7, 1 << 10]'), expect=''),
+    Wrong('12.2', 'a box as 64 bf16 columns of 2 bytes',
+          change=(LBO_LINE, "    leading = bk * 64 * 2 "), expect=''),
+    Wrong('12.2', 'SBO from the swizzle pattern: it repeats every 1024 bytes',
+          change=(SBO_LINE, "    stride = 8 * 128 if bk >= 8 else None "), expect=''),
+]
