@@ -7,7 +7,8 @@ tables for the lecture's problem and for 4096^3 (median and middle half of the G
 interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
 middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture; then
 notebook 11's tensor-core kernels against cuBLAS in the same precision (bf16 on 4096^3 and 8192^3, TF32 on the
-lecture's problem) where the GPU has tensor cores.
+lecture's problem) where the GPU has tensor cores, and notebook 12's Hopper steps (bf16, 4096^3 and 8192^3) on a
+Hopper GPU.
 Without --quick it also times the size sweep and the skinny problems and measures the roofline (ncu where it is
 installed). It writes the charts to images/, and with --readme puts both tables into README.md between its
 results markers, the tensor-core tables too. Without a GPU it says so in one line and exits 0.
@@ -19,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from utils import gpu_available, import_notebook  # noqa: E402
-from course.cuda_toolkit import tensor_cores_available  # noqa: E402
+from course.cuda_toolkit import hopper_available, tensor_cores_available  # noqa: E402
 
 
 def markdown_table(rows):
@@ -38,7 +39,7 @@ def tensor_core_markdown(precision, shape, rows, target):
              f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |' for r in rows]
-    return '\n'.join(lines) + f'\n\n- course, tuned: {target}\n'
+    return '\n'.join(lines) + f'\n\n- {target}\n'
 
 
 def readme_block(nb, rows, big_rows, device, tensor_core_tables=()):
@@ -75,6 +76,7 @@ def main():
         print(f"\nverdicts, {title}:")
         for line in nb.verdict_summary(table_rows): print("  " + line)
     tensor_core_tables = nb.tensor_core_tables() if tensor_cores_available() else []
+    tensor_core_tables += nb.hopper_tables() if hopper_available() else []
     for t in tensor_core_tables: nb.print_tensor_core_table(*t)
     nb.bar_chart(rows, styles=styles).savefig(images / 'bench_lecture.png', dpi=110)
     if not a.quick:

@@ -3,7 +3,8 @@ descriptor of B's stage. Both are checked on a CPU, against the course's models 
 course/mbarrier_pipeline.py (the mbarrier and the TMA pipeline on full/empty barriers) and course/wgmma_layout.py
 (where TMA writes a tile, where a wgmma descriptor reads it)."""
 from ..mbarrier_pipeline import PipelineRace, PipelineStuck, simulate
-from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, wgmma_offset
+from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128, \
+    wgmma_offset
 from .lesson_11 import asked_twice, whole_numbers
 from .parts import NotYet, need, running
 from .registry import exercise
@@ -28,10 +29,16 @@ ELEMENT_SIZES = (2, 1, 4)          # bf16 / fp16 first, then 1-byte (fp8) and 4-
 SIMULATED = dict(tiles=6, stages=3)  # the model's pipeline when it explains a wrong byte count
 
 
+class StageQuestion(tuple):
+    "The arguments (bm, bn, bk, cluster_blocks, element_bytes) of one call of expected_bytes, shown with their names."
+    def __str__(self):
+        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('bm', 'bn', 'bk', 'cluster_blocks', 'element_bytes'), self)) + ')'
+
+
 def byte_questions():
     """The (bm, bn, bk, cluster_blocks, element_bytes) the check asks about: every stage shape, cluster size and
     element size where the cluster's blocks share B's boxes evenly (as the kernels' static_assert demands)."""
-    return [(bm, bn, bk, cluster, size) for size in ELEMENT_SIZES for cluster in CLUSTER_SIZES
+    return [StageQuestion((bm, bn, bk, cluster, size)) for size in ELEMENT_SIZES for cluster in CLUSTER_SIZES
             for bm, bn, bk in STAGE_SHAPES if (bn // BOX_COLUMNS) % cluster == 0]
 
 
@@ -40,9 +47,7 @@ def landing_bytes(bm, bn, bk, cluster_blocks, element_bytes):
     return (bm * bk + bk * bn) * element_bytes
 
 
-def call_text(key):
-    bm, bn, bk, cluster, size = key
-    return f"expected_bytes(bm={bm}, bn={bn}, bk={bk}, cluster_blocks={cluster}, element_bytes={size})"
+def call_text(key): return f"expected_bytes{StageQuestion(key)}"
 
 
 def slips(bm, bn, bk, cluster, size):
@@ -64,12 +69,14 @@ def slips(bm, bn, bk, cluster, size):
     ]
 
 
-def what_was_counted(value, key):
-    "', which is <the slip>' where the value matches a likely mistake, else ''."
-    truth = landing_bytes(*key)
-    for what, slip in slips(*key):
-        if slip == value != truth: return f": that is {what}"
-    return ''
+def what_was_counted(answers, key):
+    """': that is <the slip>' for the likely mistake that gives the learner's answer at `key` and at the most other
+    stages asked (two slips can give the same count for one stage), or '' where none gives it."""
+    value, truth = answers[key], landing_bytes(*key)
+    candidates = [i for i, (_, slip) in enumerate(slips(*key)) if slip == value != truth]
+    if not candidates: return ''
+    fits = lambda i: sum(slips(*k)[i][1] == answers[k] for k in answers)
+    return f": that is {slips(*key)[max(candidates, key=fits)][0]}"
 
 
 def model_run(key, value):
@@ -95,8 +102,8 @@ def model_run(key, value):
         return (f"{setting}: {e}",
                 f"On the GPU: the phase completes once {value} bytes have landed, before the last {truth - value}, so the "
                 "consumers may multiply a stage that still holds part of an older tile (a wrong result that comes and "
-                "goes with the timing); the late bytes then count down the next phase, and the barrier's count is off "
-                "from then on (more early phases, or a hang)")
+                "goes with the timing); the late bytes then count down the next phase, so the error carries on from phase "
+                "to phase")
     return f"{setting}: the pipeline finishes", ''     # not reached for value != truth: said if it happens
 
 
@@ -115,6 +122,7 @@ def full_barrier_bytes(ns, report):
     def ask(key):
         call = call_text(key)
         with running(call): value = fn(*key)
+        if value is None: raise NotYet(f"{call} returned None: end the function with `return <the number of bytes>`")
         count = whole_numbers(value, call, ('the byte count',))
         if count < 0:
             raise NotYet(f"{call} returned {count}: a byte count cannot be negative (arrive.expect_tx raises the "
@@ -133,7 +141,7 @@ def full_barrier_bytes(ns, report):
         too = 'fewer' if value < truth else 'more'
         raise NotYet(f"{call_text(key)} returned {value}, {too} than the {truth} bytes that land in the block's stage "
                      f"(A's {bm} x {bk} tile, {bm * bk * size} bytes, and B's whole {bk} x {bn} tile, {bk * bn * size} "
-                     f"bytes){what_was_counted(value, key)}. {model}. {gpu}")
+                     f"bytes){what_was_counted(answers, key)}. {model}. {gpu}")
     report.ok(f"for all {len(keys)} it is the bytes that land in one block's stage, (bm * bk + bk * bn) * element_bytes, "
               "A's tile and all of B's whatever the cluster size")
     key = next(k for k in keys if k[3] == 2)
@@ -163,6 +171,12 @@ def element_at(offset, bn, bk):
     return "where no element of B starts"
 
 
+def before_swizzle(address):
+    "' (N before the swizzle)' where the 128-byte swizzle moved the address (it is its own inverse), else ''."
+    plain = swizzle_128(address)
+    return f" ({plain} before the swizzle)" if plain != address else ''
+
+
 def first_wrong_read(leading_bytes, stride_bytes, bn, bk, k_step=16):
     """(k, n, where TMA put B[k][n], where wgmma reads it) of the first value a stage's wgmmas would read from the wrong
     place, in the order mismatches() visits them (wgmma by wgmma, column by column), or None."""
@@ -175,10 +189,15 @@ def first_wrong_read(leading_bytes, stride_bytes, bn, bk, k_step=16):
     return None
 
 
+class OneArgument(tuple):
+    "A key of asked_twice for a function of one argument: shown as (64), not (64,)."
+    def __str__(self): return f"({self[0]})"
+
+
 def learner_strides(fn, name):
     "{bk: (LBO, SBO)} from the learner's function, each a whole number a descriptor can hold."
     def ask(key):
-        call = f"{name}({key[0]})"
+        call = f"{name}{key}"
         with running(call): value = fn(*key)
         lbo, sbo = whole_numbers(value, call, ('LBO', 'SBO'))
         for what, v in (('LBO', lbo), ('SBO', sbo)):
@@ -192,7 +211,7 @@ def learner_strides(fn, name):
                          f"at most {DESCRIPTOR_FIELD_MAX} bytes; this one reads back as LBO = {fields['LBO']}, "
                          f"SBO = {fields['SBO']}")
         return lbo, sbo
-    answers = asked_twice([(bk,) for bk in K_PER_STAGE], ask, name)
+    answers = asked_twice([OneArgument((bk,)) for bk in K_PER_STAGE], ask, name)
     return {bk: answers[bk,] for bk in K_PER_STAGE}
 
 
@@ -219,6 +238,6 @@ def b_descriptor_strides(ns, report):
                          f"rows of K, bn = {bn} columns) would read {wrong} of its {bk * bn} values from the wrong place "
                          f"(wgmma_layout.mismatches). The first: B[{k}][{n}] (row k = {k}, column n = {n}), which TMA put "
                          f"at byte {stored} of the stage (box {n // BOX_COLUMNS}, row {k}), but the descriptor points the "
-                         f"wgmma at byte {read}, {element_at(read, bn, bk)}")
+                         f"wgmma at byte {read}{before_swizzle(read)}, {element_at(read, bn, bk)}")
     report.ok(f"for every bk asked and bn = {and_list(STAGE_COLUMNS)}, the wgmmas of a stage read every value "
               "of B where TMA put it: 0 mismatches (course.wgmma_layout.mismatches, swizzle included)")

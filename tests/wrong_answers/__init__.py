@@ -46,8 +46,11 @@ def all_wrong_answers():
 
 
 def unusual_right_answers():
-    "Right answers written unusually: each must not be rejected."
-    return importlib.import_module('wrong_answers.found_by_review').RIGHT
+    "Right answers written unusually (a lesson's own `RIGHT`, then those found by review): each must not be rejected."
+    out = []
+    for path in sorted(Path(__file__).parent.glob('lesson_*.py')) + [Path(__file__).parent / 'found_by_review.py']:
+        out += getattr(importlib.import_module(f'wrong_answers.{path.stem}'), 'RIGHT', [])
+    return out
 
 
 def case_id(w): return f"{w.exercise}-{re.sub(r'[^a-z0-9]+', '-', w.slip.lower()).strip('-')}"
