@@ -32,18 +32,18 @@ def markdown_table(rows):
     return '\n'.join(lines)
 
 
-def tensor_core_markdown(precision, shape, rows, target):
+def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
     "One of notebook 13's tensor-core tables (same-precision comparison) as Markdown, with its target line."
     h, k, w = shape
-    lines = [f'**Tensor cores, {precision}, {h}x{k} @ {k}x{w}:**', '',
+    lines = [f'**{title}, {precision}, {h}x{k} @ {k}x{w}:**', '',
              f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |' for r in rows]
     return '\n'.join(lines) + f'\n\n- {target}\n'
 
 
-def readme_block(nb, rows, big_rows, device, tensor_core_tables=()):
-    "The text between README.md's results markers, the tensor-core tables too."
+def readme_block(nb, rows, big_rows, device, tensor_core_tables=(), hopper_tables=()):
+    "The text between README.md's results markers, the tensor-core and Hopper tables too."
     (h, k, w), (bh, bk, bw) = nb.LECTURE_SHAPE, nb.BIG_SHAPE
     bullets = lambda lines: ''.join(f"- {line}\n" for line in lines)
     return (f"<!-- results:start -->\nMeasured by `python bench/bench.py --readme` on {device}. Each kernel's time is "
@@ -53,6 +53,7 @@ def readme_block(nb, rows, big_rows, device, tensor_core_tables=()):
             f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n" + bullets(nb.targets(rows))
             + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
             + ''.join('\n' + tensor_core_markdown(*t) for t in tensor_core_tables)
+            + ''.join('\n' + tensor_core_markdown(*t, title='Hopper steps (notebook 12)') for t in hopper_tables)
             + "<!-- results:end -->")
 
 
@@ -76,8 +77,8 @@ def main():
         print(f"\nverdicts, {title}:")
         for line in nb.verdict_summary(table_rows): print("  " + line)
     tensor_core_tables = nb.tensor_core_tables() if tensor_cores_available() else []
-    tensor_core_tables += nb.hopper_tables() if hopper_available() else []
-    for t in tensor_core_tables: nb.print_tensor_core_table(*t)
+    hopper_tables = nb.hopper_tables() if hopper_available() else []
+    for t in tensor_core_tables + hopper_tables: nb.print_tensor_core_table(*t)
     nb.bar_chart(rows, styles=styles).savefig(images / 'bench_lecture.png', dpi=110)
     if not a.quick:
         sweep = nb.size_sweep(kernels)
@@ -100,7 +101,7 @@ def main():
                           ).savefig(images / 'roofline.png', dpi=110)
     if a.readme:
         readme = ROOT / 'README.md'
-        block = readme_block(nb, rows, big_rows, nb.device_title(), tensor_core_tables)
+        block = readme_block(nb, rows, big_rows, nb.device_title(), tensor_core_tables, hopper_tables)
         text, count = re.subn(r'<!-- results:start -->.*?<!-- results:end -->', lambda _: block, readme.read_text(), flags=re.S)
         if count != 1: raise SystemExit("README.md has no results markers to replace")
         readme.write_text(text)
