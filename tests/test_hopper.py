@@ -118,3 +118,21 @@ def test_a_gpu_that_is_not_hopper_gets_a_sentence(monkeypatch):
 @pytest.mark.parametrize('step', list(nb.HOPPER_STEPS))
 def test_no_step_spills_to_local_memory(step):
     assert nb.hopper_kernel(step).resources()['local_bytes'] == 0
+
+
+def test_gluon_says_in_one_line_why_it_cannot_run():
+    from course.gluon_matmul import gluon_unavailable
+    if not hopper_available():
+        assert gluon_unavailable() and '\n' not in gluon_unavailable()
+        m = torch.zeros(8, 8, dtype=torch.bfloat16)
+        with pytest.raises((ValueError, CudaUnavailableError)): nb.matmul_gluon(m, m)
+
+
+@hopper
+def test_the_gluon_kernel_is_right_on_awkward_shapes(capsys):
+    from course.gluon_matmul import gluon_unavailable
+    if gluon_unavailable(): pytest.skip(gluon_unavailable())
+    assert check_reduced_precision(nb.matmul_gluon, 'bf16', nb.HOPPER_SHAPES), capsys.readouterr().out
+    for what, (m, n) in bad_matmul_inputs().items():
+        if what != 'float64': m, n = m.to(torch.bfloat16), n.to(torch.bfloat16)
+        with pytest.raises((ValueError, TypeError)): nb.matmul_gluon(m, n)
