@@ -26,6 +26,7 @@ own helpers, and imports of what the notebooks use from here.
 | `tensor_core_fragments` | a Python model of mma.sync's fragments (which lane holds which element of A, B, C/D), one warp's mma on registers, TF32 and bf16 rounding, ldmatrix and its bank passes, the XOR swizzle, and the lane map drawing |
 | `reduced_precision` | how wrong a tensor-core matmul may be: the error against float64 and the bound bf16 or TF32 allows, random inputs in a precision, the check of a kernel on shapes, and cuBLAS in each precision |
 | `mbarrier_pipeline` | a model of Hopper's mbarrier (arrivals, transaction bytes, phase parity) and of a TMA producer/consumer pipeline on it, which finds hangs and races, and its timeline drawing |
+| `tuning_cache` | autotuning winners kept on disk, keyed by GPU, code version, shape and dtype, so that a later session pays nothing for a shape tuned before |
 | `waves` | how a matmul's tiles fill the GPU: tiles, waves, tile quantization and split-K, modelled on a CPU with a time model and a drawing of the waves |
 | `gluon_matmul` | a bf16 matmul in Gluon (Triton's lower-level language): TMA, mbarriers, wgmma and a TMA store from Python |
 | `wgmma_layout` | where TMA's 128-byte swizzle puts each value of a tile and where a wgmma matrix descriptor (LBO, SBO) reads it, the count of values a descriptor misplaces, and the descriptor's bits |
