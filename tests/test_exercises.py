@@ -107,6 +107,20 @@ def test_a_syntax_error_in_one_notebook_leaves_the_others_checked(tmp_path):
     assert 'Traceback' not in out + run.stderr
 
 
+def test_code_that_ends_the_process_itself_does_not_pass(tmp_path):
+    "os._exit(0) in a notebook's code ends the check's process with status 0: the command must still say 'not passed'."
+    folder = tmp_path / 'exercises'
+    shutil.copytree(ROOT / 'notebooks' / 'exercises', folder)
+    path = next(folder.glob('12_*.ipynb'))
+    nb = json.loads(path.read_text())
+    cell = next(c for c in nb['cells'] if ''.join(c['source']).startswith('#| exercise 12.1'))
+    cell['source'] = ''.join(cell['source']) + '\nimport os\nos._exit(0)\n'
+    path.write_text(json.dumps(nb))
+    run = run_cli('12.1', env={'COURSE_EXERCISE_DIR': str(folder)})
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert 'The check ended before its verdict' in run.stdout and 'os._exit' in run.stdout, run.stdout
+
+
 def test_hints_are_graded(capsys):
     exercises._hints_given.clear()
     first, second, third = (exercises.hint('04.2') for _ in range(3))

@@ -18,7 +18,8 @@ more specific one, then where the solution is. From a shell, the same checks on 
 
 It exits with status 0 when no exercise is 'not yet', 1 otherwise. `make check EX=04.1` does the same in
 the course's virtual environment (make itself exits with status 2 when the command fails)."""
-import argparse, inspect
+import argparse, inspect, os, subprocess, sys, tempfile
+from pathlib import Path
 from collections import Counter
 
 from .learner_code import jupyter_work, notebook_work, run_cells, solution_file, solution_work
@@ -135,6 +136,27 @@ def main(argv=None):
         if args.hint not in EXERCISES: raise SystemExit(f"no exercise {args.hint!r}; there are {', '.join(EXERCISES)}")
         print(hint_text(args.hint, args.level))
         return 0
+    if VERDICT_FILE not in os.environ:      # the command itself: the check runs in a worker whose end it can watch
+        return check_in_worker(sys.argv[1:] if argv is None else list(argv))
     reports = check_all(selected(args.exercises), args.solutions, out=lambda t: print(t, flush=True))
-    print(f"\n{summary(reports)}")
-    return 1 if any(r.outcome == NOT_YET for r in reports.values()) else 0
+    print(f"\n{summary(reports)}", flush=True)
+    code = 1 if any(r.outcome == NOT_YET for r in reports.values()) else 0
+    Path(os.environ[VERDICT_FILE]).write_text(str(code))
+    return code
+
+
+# Where the worker of `check_in_worker` writes its exit status, as its very last act.
+VERDICT_FILE = 'COURSE_EXERCISES_VERDICT'
+
+
+def check_in_worker(argv):
+    """Run the check in a child process, and take its verdict only from the file the child writes at the very end:
+    a notebook's code that ends the process itself (os._exit, a crash of the interpreter) must not pass for a check
+    that found nothing wrong."""
+    with tempfile.TemporaryDirectory() as tmp:
+        verdict = Path(tmp) / 'verdict'
+        run = subprocess.run([sys.executable, '-m', 'course.exercises', *argv], env={**os.environ, VERDICT_FILE: str(verdict)})
+        if verdict.exists(): return int(verdict.read_text())
+    print(f"\nThe check ended before its verdict (exit status {run.returncode}): code in a notebook ended the Python "
+          f"process itself (os._exit, or a crash of the interpreter). Remove that and check again.", flush=True)
+    return 1

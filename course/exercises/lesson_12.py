@@ -100,7 +100,7 @@ def model_run(key, value):
                 "whatever the stage holds by then (an older tile, or nothing yet): a wrong result")
     except RuntimeError as e:
         return (f"{setting}: {e}",
-                f"On the GPU: the phase completes once {value} bytes have landed, before the last {truth - value}, so the "
+                f"On the GPU: the phase completes once {value} byte{'s' if value != 1 else ''} {'have' if value != 1 else 'has'} landed, before the last {truth - value}, so the "
                 "consumers may multiply a stage that still holds part of an older tile (a wrong result that comes and "
                 "goes with the timing); the late bytes then count down the next phase, so the error carries on from phase "
                 "to phase")

@@ -30,6 +30,13 @@ def learner_line(exc):
     return f" at {where(frames[-1].filename, frames[-1].lineno)}" if frames else ''
 
 
+def said_by(exc):
+    "The first line of an exception's message, '' if it has none, or a sentence when turning it into text fails too."
+    try: text = str(exc).strip()
+    except Exception as e: return f"(its message could not be shown: str() of it raised {type(e).__name__})"
+    return text.splitlines()[0] if text else ''
+
+
 @contextlib.contextmanager
 def running(what, budget_s=PYTHON_BUDGET_S):
     """Run the learner's code, stopped after budget_s seconds (a loop that never ends); turn what it
@@ -42,13 +49,14 @@ def running(what, budget_s=PYTHON_BUDGET_S):
     except NotYet: raise
     except KernelTimeout as e: raise NotYet(f"{what}: {e}") from None
     except KernelFault as e: raise NotYet(f"{what}: {e}") from None
-    except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({e or 'NotImplementedError'})") from None
+    except NotImplementedError as e: raise NotYet(f"{what} is not written yet ({said_by(e) or 'NotImplementedError'})") from None
     except SystemExit as e:        # exit() or sys.exit() in the learner's code: a verdict, not the end of the check
         said = f" ({e.code})" if e.code not in (None, 0) else ''
         raise NotYet(f"{what} called exit(){said}{learner_line(e)}: return a value instead, or raise an error "
                      f"that says what went wrong") from None
-    except Exception as e:
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
+    except KeyboardInterrupt: raise         # Ctrl-C stops the check
+    except BaseException as e:              # any other exception, a BaseException of the learner's own too
+        msg = said_by(e)
         if re.search(MEMORY_FAULT, msg):
             from .isolation import in_child
             after = ("The check ran it in a separate process, so your notebook's GPU is unharmed" if in_child() else

@@ -20,6 +20,16 @@ def strides_returning(expression):
 
 
 WRONG = [
+    # 12.1: exceptions of unusual kinds become sentences, not the checker's own traceback
+    Wrong('12.1', "raises a BaseException of its own",
+          change=(BYTES_RETURN, "raise type('Stop', (BaseException,), {})('not finished')"),
+          expect=r"raised Stop at line \d+.*: not finished"),
+    Wrong('12.1', "raises an exception whose message cannot be shown",
+          change=(BYTES_RETURN, "raise type('Bad', (Exception,), {'__str__': lambda self: 1 / 0})()"),
+          expect=r"raised Bad at line \d+.*its message could not be shown: str\(\) of it raised ZeroDivisionError"),
+    Wrong('12.1', "raises NotImplementedError without a message",
+          change=(BYTES_RETURN, "raise NotImplementedError"),
+          expect=r"is not written yet \(NotImplementedError\)"),
     # 12.1: how many bytes does full[s] expect
     Wrong('12.1', "counts only what the block's own producer copies (B / cluster)",
           change=(B_TILE, "    b_tile = bk * bn // cluster_blocks "),
