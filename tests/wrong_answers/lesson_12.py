@@ -130,6 +130,10 @@ WRONG = [
     Wrong('12.2', 'one number returned (LBO only)',
           change=strides_returning('leading'),
           expect=r"b_strides\(64\) returned 8192 \(int\): return 2 whole numbers, `return LBO, SBO`"),
+    Wrong('12.2', 'SBO = bk * 16: right for bk = 64 only',
+          change=strides_returning('bk * 128, bk * 16'), expect=r"b_strides\(16\)|bk = 16"),
+    Wrong('12.2', 'the box capped at 64 rows: right up to bk = 64 only',
+          change=strides_returning('min(bk, 64) * 128, 1024'), expect=r"b_strides\(128\)|bk = 128"),
 ]
 
 # Right answers written unusually: each must not be 'not yet'.
@@ -147,4 +151,8 @@ RIGHT = [
     Wrong('12.2', "the strides read off where TMA put B's values (the model's b_stage_offset)",
           change=strides_returning("__import__('course.wgmma_layout').wgmma_layout.b_stage_offset(0, 64, bk), "
                                    "__import__('course.wgmma_layout').wgmma_layout.b_stage_offset(8, 0, bk)"), expect=''),
+    Wrong('12.2', 'numpy integers in a list',
+          change=strides_returning("list(map(__import__('numpy').int64, (leading, stride)))"), expect=''),
+    Wrong('12.2', 'a named tuple',
+          change=strides_returning("__import__('collections').namedtuple('Strides', 'lbo sbo')(leading, stride)"), expect=''),
 ]
