@@ -15,17 +15,18 @@ def whole_numbers(value, call, names):
     """`value`, what the learner's `call` returned, as a tuple of ints, one for each of `names` (just the int where
     there is one name); a sentence if it is something else."""
     count = len(names)
+    as_list = " (a numpy array or a tensor: return its `.tolist()`)" if hasattr(value, 'tolist') and not isinstance(value, numbers.Number) else ''
     if value is None: raise NotYet(f"{call} returned None: end the function with `return {', '.join(names)}`")
     parts = value if count > 1 else (value,)
     if count > 1 and (not isinstance(value, (tuple, list)) or len(value) != count):
         raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return {count} whole numbers, "
-                     f"`return {', '.join(names)}`")
+                     f"`return {', '.join(names)}`{as_list}")
     if any(isinstance(v, float) for v in parts):
         raise NotYet(f"{call} returned {value!r}, a float: {' and '.join(names)} {'are whole numbers' if count > 1 else 'is a whole number'} "
                      "(ints); `/` always gives a float, `//` or `>>` keep an int")
     if not all(isinstance(v, numbers.Integral) for v in parts):
         kinds = ', '.join(type(v).__name__ for v in parts)
-        raise NotYet(f"{call} returned {value!r} ({kinds}): return whole numbers, Python ints")
+        raise NotYet(f"{call} returned {value!r} ({kinds}): return whole numbers, Python ints{as_list}")
     return tuple(int(v) for v in parts) if count > 1 else int(value)
 
 
