@@ -88,15 +88,21 @@ def test_a_cuda_exercise_is_not_checked_here_without_a_gpu():
     assert re.search(r'^0 passed, 0 not yet, 1 not checked here$', run.stdout, re.M), run.stdout
 
 
-def test_a_syntax_error_in_one_notebook_leaves_the_others_checked(tmp_path):
-    "A SyntaxError is reported with its cell and line; an unreadable notebook is reported; the rest are still checked."
+def exercises_with_cell_edited(tmp_path, exercise_id, edit):
+    "A copy of the exercise notebooks in which `edit` (source -> source) has changed exercise_id's cell; its folder."
     folder = tmp_path / 'exercises'
     shutil.copytree(ROOT / 'notebooks' / 'exercises', folder)
-    path = next(folder.glob('04_*.ipynb'))
+    path = next(folder.glob(f'{exercise_id.split(".")[0]}_*.ipynb'))
     nb = json.loads(path.read_text())
-    cell = next(c for c in nb['cells'] if ''.join(c['source']).startswith('#| exercise 04.2'))
-    cell['source'] = ''.join(cell['source']).replace('p = 0.', 'p = 0.)', 1)
+    cell = next(c for c in nb['cells'] if ''.join(c['source']).startswith(f'#| exercise {exercise_id}\n'))
+    cell['source'] = edit(''.join(cell['source']))
     path.write_text(json.dumps(nb))
+    return folder
+
+
+def test_a_syntax_error_in_one_notebook_leaves_the_others_checked(tmp_path):
+    "A SyntaxError is reported with its cell and line; an unreadable notebook is reported; the rest are still checked."
+    folder = exercises_with_cell_edited(tmp_path, '04.2', lambda source: source.replace('p = 0.', 'p = 0.)', 1))
     next(folder.glob('02_*.ipynb')).write_text('{"cells": [')            # not JSON any more
     run = run_cli('02', '04', '01', env={'COURSE_EXERCISE_DIR': str(folder)})
     assert run.returncode == 1
@@ -109,13 +115,7 @@ def test_a_syntax_error_in_one_notebook_leaves_the_others_checked(tmp_path):
 
 def test_code_that_ends_the_process_itself_does_not_pass(tmp_path):
     "os._exit(0) in a notebook's code ends the check's process with status 0: the command must still say 'not passed'."
-    folder = tmp_path / 'exercises'
-    shutil.copytree(ROOT / 'notebooks' / 'exercises', folder)
-    path = next(folder.glob('12_*.ipynb'))
-    nb = json.loads(path.read_text())
-    cell = next(c for c in nb['cells'] if ''.join(c['source']).startswith('#| exercise 12.1'))
-    cell['source'] = ''.join(cell['source']) + '\nimport os\nos._exit(0)\n'
-    path.write_text(json.dumps(nb))
+    folder = exercises_with_cell_edited(tmp_path, '12.1', lambda source: source + '\nimport os\nos._exit(0)\n')
     run = run_cli('12.1', env={'COURSE_EXERCISE_DIR': str(folder)})
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'The check ended before its verdict' in run.stdout and 'os._exit' in run.stdout, run.stdout
