@@ -42,7 +42,20 @@ def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
     return '\n'.join(lines) + f'\n\n- {target}\n'
 
 
-def readme_block(nb, rows, big_rows, device, tensor_core_tables=(), hopper_tables=()):
+def shape_set_markdown(nb, results):
+    "Notebook 13's fp32 shape-set table as Markdown: each shape's cuBLAS time, and the every-shape kernel and Triton over it."
+    lines = ['**fp32 on every shape** (notebook 10\'s every-shape kernel and Triton, each median over cuBLAS fp32\'s):', '',
+             '| shape | h x k x w | cuBLAS fp32, ms | every shape / cuBLAS | vs cuBLAS | Triton / cuBLAS |',
+             '| --- | --- | ---: | ---: | :---: | ---: |']
+    for name, (shape, rows) in results.items():
+        by = {r.name: r for r in rows}
+        triton = f'{by[nb.TRITON].vs_cublas:.2f}' if nb.TRITON in by else '-'
+        lines.append(f"| {name} | {'x'.join(map(str, shape))} | {by[nb.REFERENCE].ms:.3f} | {by[nb.EVERY_SHAPE].vs_cublas:.2f} "
+                     f"| {by[nb.EVERY_SHAPE].verdict} | {triton} |")
+    return '\n'.join(lines) + '\n\n' + ''.join(f"- {line}\n" for line in nb.shape_set_targets(results))
+
+
+def readme_block(nb, rows, big_rows, device, tensor_core_tables=(), hopper_tables=(), shape_set=None):
     "The text between README.md's results markers, the tensor-core and Hopper tables too."
     (h, k, w), (bh, bk, bw) = nb.LECTURE_SHAPE, nb.BIG_SHAPE
     bullets = lambda lines: ''.join(f"- {line}\n" for line in lines)
@@ -52,6 +65,7 @@ def readme_block(nb, rows, big_rows, device, tensor_core_tables=(), hopper_table
             f"differ by more than 2%.\n\n"
             f"**The lecture's problem, {h}x{k} @ {k}x{w}:**\n\n{markdown_table(rows)}\n\n" + bullets(nb.targets(rows))
             + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
+            + ('\n' + shape_set_markdown(nb, shape_set) if shape_set else '')
             + ''.join('\n' + tensor_core_markdown(*t) for t in tensor_core_tables)
             + ''.join('\n' + tensor_core_markdown(*t, title='Hopper steps (notebook 12)') for t in hopper_tables)
             + "<!-- results:end -->")
@@ -76,6 +90,8 @@ def main():
     for title, table_rows in [("the lecture's problem", rows), ('4096^3', big_rows)]:
         print(f"\nverdicts, {title}:")
         for line in nb.verdict_summary(table_rows): print("  " + line)
+    shape_set = nb.shape_set_rows()
+    nb.print_shape_set(shape_set)
     tensor_core_tables = nb.tensor_core_tables() if tensor_cores_available() else []
     hopper_tables = nb.hopper_tables() if hopper_available() else []
     for t in tensor_core_tables + hopper_tables: nb.print_tensor_core_table(*t)
@@ -101,7 +117,7 @@ def main():
                           ).savefig(images / 'roofline.png', dpi=110)
     if a.readme:
         readme = ROOT / 'README.md'
-        block = readme_block(nb, rows, big_rows, nb.device_title(), tensor_core_tables, hopper_tables)
+        block = readme_block(nb, rows, big_rows, nb.device_title(), tensor_core_tables, hopper_tables, shape_set)
         text, count = re.subn(r'<!-- results:start -->.*?<!-- results:end -->', lambda _: block, readme.read_text(), flags=re.S)
         if count != 1: raise SystemExit("README.md has no results markers to replace")
         readme.write_text(text)

@@ -20,15 +20,50 @@ LAUNCHER = r'''
 // a parameter ALIGNED, which makes the two versions separate kernels with registers of their own.
 static const auto kernel = {kernel}<{args}>, kernel_unaligned = {kernel}<{args_unaligned}>;
 static const int THREADS = {threads}, SHARED = {shared};
-extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int M, int N, int K, cudaStream_t stream) {{
+// `copies` blocks per BM x BN tile of C, in a 1-D grid (no 65535 limit): 1, unless the kernel splits K (see matmul_split).
+static cudaError_t launch_tiles(const {c_in}* A, const {c_in}* B, {c_out}* C, int M, int N, int K, int copies, cudaStream_t stream) {{
     // A kernel may use more than 48 KiB of dynamic shared memory only if it says so first.
     static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) == cudaSuccess
         ? cudaFuncSetAttribute(kernel_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) : cudaErrorInvalidValue;
     if (shared_ok != cudaSuccess) return shared_ok;
     const bool aligned = K * sizeof(*A) % 16 == 0 && N * sizeof(*B) % 16 == 0 && N * sizeof(*C) % 16 == 0
                          && ((uintptr_t)A | (uintptr_t)B | (uintptr_t)C) % 16 == 0;
-    const unsigned blocks = cdiv(M, {bm}) * cdiv(N, {bn});     // one block per tile, in a 1-D grid (no 65535 limit)
+    const unsigned blocks = cdiv(M, {bm}) * cdiv(N, {bn}) * copies;
     (aligned ? kernel : kernel_unaligned)<<<blocks, THREADS, SHARED, stream>>>(A, B, C, M, N, K, aligned);
+    return cudaGetLastError();
+}}
+extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int M, int N, int K, cudaStream_t stream) {{
+    return launch_tiles(A, B, C, M, N, K, 1, stream);
+}}
+'''
+
+# Joined to LAUNCHER for a float32 kernel that can split K: given `copies` = splits blocks per tile, block b computes
+# tile b % tiles over piece b / tiles of K and writes its partial tile at C + piece x M x N (notebook 10's every_shape).
+SPLIT_K_LAUNCHER = r'''
+// The pieces K is cut into: at most `splits`, each a whole number of BK steps, none empty.
+extern "C" int pieces_of_k(int K, int splits) {{
+    const int steps = cdiv(K, {BK}), wanted = splits < 1 ? 1 : splits > steps ? steps : splits, per_piece = cdiv(steps, wanted);
+    return cdiv(steps, per_piece);
+}}
+// C = the sum of the `pieces` partial products in W, added in the same order every time (the same bits every run).
+__global__ void add_partials(const float* __restrict__ W, float* __restrict__ C, long long count, int pieces) {{
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {{
+        float sum = W[i];
+        for (int p = 1; p < pieces; ++p) sum += W[p * count + i];
+        C[i] = sum;
+    }}
+}}
+// Split-K: the kernel writes pieces_of_k(K, splits) partial products into the workspace W (at least splits x M x N
+// floats), then add_partials sums them into C: a second pass, rather than atomic adds into C.
+extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, float* W, int M, int N, int K, int splits,
+                                    cudaStream_t stream) {{
+    const int pieces = pieces_of_k(K, splits);
+    if (pieces == 1) return launch_tiles(A, B, C, M, N, K, 1, stream);
+    const cudaError_t launched = launch_tiles(A, B, W, M, N, K, pieces, stream);
+    if (launched != cudaSuccess) return launched;
+    const long long count = (long long)M * N;
+    const long long blocks = (count + 255) / 256;
+    add_partials<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(W, C, count, pieces);
     return cudaGetLastError();
 }}
 '''
@@ -106,3 +141,34 @@ class TemplateVariant:
 
     def __repr__(self):
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items() if k != 'vector')})"
+
+
+class SplitK:
+    """A TemplateVariant whose kernel can split K (one built with `launcher=LAUNCHER + SPLIT_K_LAUNCHER`), run with K
+    cut into `splits` pieces (fewer where K has fewer BK steps): callable as fn(m, n), like the variant itself. Its
+    `params` are the variant's plus `splits`, so that a tuning result names both."""
+    def __init__(self, variant, splits):
+        if not isinstance(splits, int) or splits < 1: raise ValueError(f"splits must be a positive int, got {splits!r}")
+        self.variant, self.splits = variant, splits
+        self.params, self.source, self.threads = {**variant.params, 'splits': splits}, variant.source, variant.threads
+
+    def build(self):
+        self.variant.build()
+        return self
+
+    def pieces(self, k):
+        "The pieces K is cut into for this K."
+        return self.build().variant._module.pieces_of_k(k, self.splits)
+
+    def __call__(self, m, n):
+        import torch
+        h, k, w = check_matmul_inputs(m, n)
+        out = torch.empty(h, w, device=m.device)
+        pieces = self.pieces(k)
+        work = out if pieces == 1 else torch.empty(pieces * h * w, device=m.device)   # the partial products
+        self.variant._module.matmul_split(m, n, out, work, h, w, k, pieces)
+        return out
+
+    def resources(self): return self.variant.resources()
+
+    def __repr__(self): return f"{self.variant!r} x {self.splits} split(s) of K"

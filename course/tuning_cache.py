@@ -60,6 +60,19 @@ def save_winner(variants, winner, h, k, w, dtype, gpu, path=None):
     _write(path, results)
 
 
+def remembered(what, variants, compute, path=None, gpu=None):
+    """A JSON-able result about `variants` on this GPU (e.g. a model's calibration), named `what`: read from the file
+    when this GPU computed it for this code before, else `compute()`d and written to the file."""
+    path, gpu = path or default_path(), gpu or gpu_identity()
+    key = f"{gpu} | code {code_version(variants)} | {what}"
+    results = _read(path)
+    if key in results: return results[key]
+    value = compute()
+    results[key] = value
+    _write(path, results)
+    return json.loads(json.dumps(value))        # as a later session will read it back
+
+
 def tuned(variants, h, k, w, dtype='float32', path=None, gpu=None, tune=None, progress=True):
     """The fastest of `variants` for h x k @ k x w: read from the file when this GPU tuned this code for this shape
     before, else found by `tune` (default: `course.autotune.autotune`, which returns trials fastest first) and

@@ -196,3 +196,23 @@ def test_kernel_styles_keep_black_and_greys_for_the_references(nb):
     colours = [matplotlib.colors.to_hex(styles[n]['color']) for n in names]
     assert len(set(colours)) == len(names)                                   # 20 series, 20 colours
     assert all(len(set(matplotlib.colors.to_rgb(c))) > 1 for c in colours[:17])   # greys only for the references
+
+
+def shape_results(nb, ours_by_shape, triton_by_shape):
+    "{name: (shape, rows)} with cuBLAS at 1 ms, the every-shape kernel and Triton at the given medians."
+    return {name: ((8, 8, 8), nb.table(fake_spreads(nb, {nb.EVERY_SHAPE: ours_by_shape[name], nb.TRITON: triton_by_shape[name],
+                                                          nb.REFERENCE: 1.0}), 1e9))
+            for name in ours_by_shape}
+
+
+def test_shape_set_targets_find_the_worst_shape_and_triton_wins(nb, bench):
+    met = shape_results(nb, {'a': 0.9, 'b': 1.08, 'c': 1.0}, {'a': 1.2, 'b': 1.0, 'c': 1.3})
+    lines = nb.shape_set_targets(met)
+    assert lines[0].startswith('at most 1.10x') and ': met; the worst, b, at 1.08x' in lines[0]
+    assert lines[1].endswith('met; Triton faster on 1 of 3 (b)')
+    missed = shape_results(nb, {'a': 1.2, 'b': 1.0, 'c': 1.0}, {'a': 1.1, 'b': 0.9, 'c': 1.3})
+    lines = nb.shape_set_targets(missed)
+    assert ': missed; the worst, a, at 1.20x (9% over)' in lines[0] and lines[1].startswith('faster than Triton fp32 on all shapes but at most one: missed')
+    md = bench.shape_set_markdown(nb, met).splitlines()
+    assert md[0].startswith('**fp32 on every shape**') and sum(l.startswith('| a |') for l in md) == 1
+    assert [c.strip() for c in next(l for l in md if l.startswith('| b |')).strip('|').split('|')] == ['b', '8x8x8', '1.000', '1.08', 'slower', '1.00']

@@ -14,8 +14,10 @@ STEPS = {name: fn for name, fn in nb10.ladder().items() if not name.startswith('
 # Shapes that reach every path: edge tiles in M, N and K; widths that are not multiples of 4 (no float4);
 # 1 x K and K x 1; and a K that is a multiple of 4 but not of the tile's BK.
 SHAPES = LECTURE_AND_AWKWARD_SHAPES + ((129, 68, 260), (257, 1020, 131), (2, 3, 4))
-# Every wrapper the GPU tests call: the five steps, the autotuned kernel and the Numba twin.
-WRAPPERS = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'Numba twin': nb10.matmul_numba_warptiled}
+# Every wrapper the GPU tests call: the five steps, the autotuned kernel, the every-shape kernel (model-tuned, split-K
+# where the model says) and the Numba twin.
+WRAPPERS = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'every shape': nb10.matmul_fp32,
+            'Numba twin': nb10.matmul_numba_warptiled}
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
 
 
@@ -26,6 +28,15 @@ def test_every_variant_compiles():
     nb10.compile_all(variants)
     assert all(v._module is not None for v in variants)
     assert len(nb10.SEARCH_SPACE) >= 24
+
+
+@needs_nvcc
+def test_every_shape_variant_compiles():
+    "Every tile shape of the every-shape kernel compiles, for aligned rows and not (two kernels in each library)."
+    nb10.compile_all(nb10.EVERY_SHAPE_SPACE)
+    assert len(nb10.EVERY_SHAPE_SPACE) > len(nb10.SEARCH_SPACE) // 2     # every double-buffered tile, and more
+    source = nb10.EVERY_SHAPE_SPACE[0].source
+    assert 'every_shape<' in source and ', true>' in source and ', false>' in source   # both instantiations
 
 
 def test_search_space_is_well_formed():
@@ -52,12 +63,12 @@ def test_kernels_match_torch(name, shape):
 
 @gpu
 def test_every_search_space_variant_matches_torch():
-    "The autotuner may pick any variant: each is right on a shape with edge tiles in M, N and K."
+    "The autotuners may pick any variant: each is right on a shape with edge tiles in M, N and K."
     torch.backends.cuda.matmul.allow_tf32 = False
-    for h, k, w in ((300, 68, 260), (129, 3, 5)):
+    for h, k, w in ((300, 68, 260), (129, 3, 5), (257, 1021, 263)):    # the last: unaligned rows, tiles wholly inside
         m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
         ref = (m.double() @ n.double()).float()
-        for v in nb10.SEARCH_SPACE: torch.testing.assert_close(v(m, n), ref, rtol=1e-4, atol=1e-3, msg=repr(v))
+        for v in nb10.SEARCH_SPACE + nb10.EVERY_SHAPE_SPACE: torch.testing.assert_close(v(m, n), ref, rtol=1e-4, atol=1e-3, msg=repr(v))
 
 
 @gpu
@@ -100,3 +111,45 @@ def test_numba_twin_rejects_bad_input_in_the_simulator():
     good = torch.rand(8, 8)
     for args in ((good.double(), good), (torch.rand(8, 5), good), (torch.rand(0, 8), good), (good.t(), good)):
         with pytest.raises((ValueError, TypeError)): nb10.matmul_numba_warptiled(*args)
+
+
+# Shapes for split-K: a K of 1 BK step (no split possible), a K that the pieces do not share evenly, unaligned rows
+# with tiles wholly inside (the unchecked float-by-float path), and a skinny one.
+SPLIT_SHAPES = ((300, 16, 260), (129, 1021, 263), (257, 1020, 131), (33, 4096, 64), (1, 999, 5))
+
+
+@gpu
+@pytest.mark.parametrize('splits', (1, 2, 3, 16))
+def test_every_shape_kernel_matches_float64_with_k_in_pieces(splits):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    for tile in (nb10.WARP_TILE, dict(BM=64, BN=128, BK=8, WM=32, WN=64, WMITER=1, TM=8, TN=4)):
+        fn = nb10.SplitK(nb10.every_shape(**tile), splits)
+        for h, k, w in SPLIT_SHAPES:
+            m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+            ref = (m.double() @ n.double()).float()
+            torch.testing.assert_close(fn(m, n), ref, rtol=1e-4, atol=2e-3, msg=f"{fn} on {h}x{k}x{w}")
+
+
+@gpu
+def test_split_k_gives_the_same_bits_every_run():
+    "The pieces are added by a second pass in a fixed order, not by atomics: two runs agree to the bit."
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 8)
+    m, n = torch.randn(256, 8192, device='cuda'), torch.randn(8192, 512, device='cuda')
+    assert fn.pieces(8192) == 8
+    assert torch.equal(fn(m, n), fn(m, n))
+
+
+@gpu
+def test_pieces_of_k_are_whole_steps_and_never_empty():
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 16)      # BK = 16
+    assert fn.pieces(16) == 1 and fn.pieces(17) == 2 and fn.pieces(40) == 3 and fn.pieces(8192) == 16
+    assert nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 3).pieces(17 * 16) == 3   # 6 + 6 + 5 steps
+
+
+@gpu
+def test_model_tuned_kernel_is_kept_on_disk(tmp_path):
+    "A second look-up of a shape reads the file: the same candidate, without timing again."
+    path = tmp_path / 'tuning.json'
+    first = nb10.tuned_fp32(300, 1000, 200, path=path, progress=False)
+    again = nb10.tuned_fp32(300, 1000, 200, path=path, progress=False)
+    assert again is first and path.exists() and first in nb10.FP32_CANDIDATES

@@ -60,3 +60,16 @@ def test_the_code_version_ignores_order_and_sees_any_change():
     a, b = variants((64, 64), (128, 64)), variants((128, 64), (64, 64))
     assert code_version(a) == code_version(b)
     assert code_version(a) != code_version(variants((64, 64), (128, 64), source='kernel v1 '))
+
+
+def test_remembered_computes_once_per_gpu_and_code(tmp_path):
+    from course.tuning_cache import remembered
+    path, calls = tmp_path / 'tuning.json', []
+    def compute(): calls.append(1); return {'a': (1.5, 2)}
+    space = variants((64, 64))
+    assert remembered('calibration', space, compute, path=path, gpu='g') == {'a': [1.5, 2]}
+    assert remembered('calibration', variants((64, 64)), compute, path=path, gpu='g') == {'a': [1.5, 2]}
+    assert len(calls) == 1
+    remembered('calibration', space, compute, path=path, gpu='other')
+    remembered('calibration', variants((64, 64), source='kernel v2'), compute, path=path, gpu='g')
+    assert len(calls) == 3

@@ -1,0 +1,130 @@
+"""An autotuner that answers in seconds: a model of the kernel ranks every variant for a shape, and only the few it
+ranks best are timed.
+
+The model, for one variant (tile sizes BM x BN x BK) and one split of K: a block computes one unit (a tile of C over
+one piece of K) in `overhead + steps x step` ms, where `steps` is the number of BK steps in its piece of K and
+`overhead` what a tile costs besides them (starting the pipeline, storing the tile). The GPU runs
+`slots = SMs x blocks per SM` units at once, so a run takes `waves x unit time` (`course.waves.plan` counts the waves),
+plus, with split-K, the partial sums' traffic; and no run is faster than moving A, B and C once through device memory.
+
+`overhead` and `step` are each variant's own: `calibrate` measures them once per machine, from two shapes that differ
+only in K (two times, two unknowns), once with rows that start on 16 bytes and once with rows that do not (the
+kernel then reads float by float). A new shape then costs the model's arithmetic for every variant and split, and
+the timing of the few it ranks best: `model_tuner(calibration)` is a `tune` function for `course.tuning_cache.tuned`.
+"""
+import json, math
+from typing import NamedTuple
+
+from .waves import H100_HBM_TBPS, plan
+
+# Two shapes with the same tiles and waves, one K short and one long: the difference in time is the K steps'. The
+# aligned ones (every size a multiple of 4), and unaligned ones (no size a multiple of 4).
+CALIBRATION_SHAPES = {True: ((4096, 256, 4096), (4096, 4096, 4096)), False: ((4095, 255, 4095), (4095, 4095, 4095))}
+
+
+class Rates(NamedTuple):
+    overhead_ms: float      # a unit's time besides its K steps
+    step_ms: float          # one BK step of one unit
+    blocks_per_sm: int      # the variant's blocks per multiprocessor
+
+
+def variant_key(params, aligned=True):
+    """The name a variant's rates are kept under: its parameters, less the split of K, and whether the rows start on
+    16 bytes."""
+    return json.dumps({k: v for k, v in params.items() if k != 'splits'}, sort_keys=True) + ('' if aligned else ' unaligned')
+
+
+def rows_aligned(k, w):
+    "Whether every row of A (k floats), B and C (w floats) can start on 16 bytes."
+    return k % 4 == 0 and w % 4 == 0
+
+
+def fit_rates(params, blocks_per_sm, timings, sms):
+    """Rates from `timings` ({(h, k, w): ms} for shapes with the same h and w, whole-variant runs without split-K):
+    the least-squares line through (waves x steps, ms) with `waves x overhead` as its intercept, kept non-negative."""
+    rows = []
+    for (h, k, w), ms in timings.items():
+        p = plan(h, k, w, params['BM'], params['BN'], 1, sms, blocks_per_sm, params['BK'])
+        rows.append((p.waves, p.waves * p.k_per_unit // params['BK'], ms))
+    if len(rows) < 2: raise ValueError("fit_rates needs the times of at least two shapes")
+    # ms = waves * overhead + (waves * steps) * step: least squares in (overhead, step)
+    a11 = sum(wv * wv for wv, _, _ in rows); a12 = sum(wv * st for wv, st, _ in rows); a22 = sum(st * st for _, st, _ in rows)
+    b1 = sum(wv * ms for wv, _, ms in rows); b2 = sum(st * ms for _, st, ms in rows)
+    det = a11 * a22 - a12 * a12
+    if det == 0: raise ValueError("the calibration shapes must differ in K")
+    overhead, step = (b1 * a22 - b2 * a12) / det, (a11 * b2 - a12 * b1) / det
+    if overhead < 0:                                       # a line through the origin instead
+        overhead, step = 0.0, b2 / a22
+    return Rates(overhead, max(step, 0.0), blocks_per_sm)
+
+
+def modeled_ms(rates, params, h, k, w, splits, sms, tbps=H100_HBM_TBPS):
+    """The model's time of one variant with K cut into `splits` pieces on h x k @ k x w, in ms."""
+    p = plan(h, k, w, params['BM'], params['BN'], splits, sms, rates.blocks_per_sm, params['BK'])
+    compute = p.waves * (rates.overhead_ms + p.k_per_unit // params['BK'] * rates.step_ms)
+    traffic = (h * k + k * w + h * w) * 4 / (tbps * 1e9)                   # A, B and C once, in ms
+    partials = 0.0 if splits == 1 else (2 * splits + 1) * h * w * 4 / (tbps * 1e9)
+    return max(compute, traffic) + partials
+
+
+def ranked(candidates, calibration, h, k, w, sms, most_workspace=2**30):
+    """(modeled ms, candidate) for every candidate the model can price, fastest first. A candidate is a variant with
+    `params` (its `splits` among them, 1 if absent); one whose splits K cannot take (more pieces than BK steps), whose
+    workspace would pass `most_workspace` bytes, or whose variant was never calibrated, is left out."""
+    priced = []
+    for c in candidates:
+        splits, rates = c.params.get('splits', 1), calibration.get(variant_key(c.params, rows_aligned(k, w)))
+        if rates is None or splits > math.ceil(k / c.params['BK']): continue
+        if splits > 1 and splits * h * w * 4 > most_workspace: continue
+        priced.append((modeled_ms(Rates(*rates), c.params, h, k, w, splits, sms), c))
+    return sorted(priced, key=lambda t: t[0])
+
+
+def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=True):
+    """{variant_key: Rates} for every variant, aligned rows and not, from its time on each of `shapes` ({aligned: shapes};
+    `time_ms(variant, h, k, w)`, by default a short timing on the GPU with rotating inputs)."""
+    from .autotune import tqdm
+    time_ms = time_ms or short_time_ms
+    calibration = {}
+    for v in tqdm(list(variants), desc='calibrating the model', unit='variant', disable=not progress):
+        for aligned, pair in shapes.items():
+            timings = {shape: time_ms(v, *shape) for shape in pair}
+            calibration[variant_key(v.params, aligned)] = fit_rates(v.params, v.resources()['blocks_per_sm'], timings, sms)
+    return calibration
+
+
+_INPUTS = {}
+
+
+def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2):
+    "A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for reuse)."
+    import torch
+    from .timing import cuda_time_ms
+    key = (h, k, w, dtype, input_sets)
+    if key not in _INPUTS:
+        _INPUTS.clear()                                # keep one shape's inputs at a time
+        t = getattr(torch, dtype)
+        _INPUTS[key] = [(torch.rand(h, k, device='cuda').to(t), torch.rand(k, w, device='cuda').to(t)) for _ in range(input_sets)]
+    sets = _INPUTS[key]
+    back_to_back = max(1, min(10, int(2e9 / max(2 * h * k * w, 1))))   # about 0.1 ms of work or more per timing
+    return cuda_time_ms(fn, arg_sets=sets, back_to_back=back_to_back, reps=3, warmup=1, max_seconds=0.05)
+
+
+class Trial(NamedTuple):
+    variant: object
+    ms: float
+    modeled_ms: float
+
+
+def model_tuner(calibration, sms, top=8, time_ms=None):
+    """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
+    the `top` candidates the model ranks best, and returns their trials, fastest first."""
+    def tune(candidates, h, k, w, progress=True, dtype='float32'):
+        from .autotune import tqdm
+        best = ranked(candidates, calibration, h, k, w, sms)[:top]
+        if not best: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
+        timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
+        trials = [Trial(c, timer(c, h, k, w), m)
+                  for m, c in tqdm(best, desc=f"timing the model's top {len(best)}", unit='variant', disable=not progress)]
+        return sorted(trials, key=lambda t: t.ms)
+    return tune
