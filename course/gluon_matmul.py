@@ -9,6 +9,8 @@ and stores it as step 6 does. Where Gluon or a Hopper GPU is missing, `gluon_una
 """
 import functools
 
+from .hopper_dispatch import dispatch_bf16
+
 BM, BN, BK, STAGES, WARPS = 128, 256, 64, 3, 8
 
 
@@ -75,19 +77,18 @@ def gluon_kernel():
 
 def matmul_gluon_bf16(m, n, fallback):
     """C = A B (bf16 in and out, fp32 sums) by the Gluon kernel; shapes TMA cannot copy (`tma_can_copy` false) go
-    to `fallback`. Inputs are checked as everywhere in the course."""
+    to `fallback`. Inputs are checked as everywhere in the course (`course.hopper_dispatch`)."""
+    return dispatch_bf16(m, n, launch_gluon, fallback, gluon_unavailable)
+
+
+def launch_gluon(m, n):
+    "The Gluon kernel on inputs already checked, which TMA can copy: a new bf16 output."
     import torch
-    from .cuda_toolkit import CudaUnavailableError
-    from .input_checks import check_matmul_inputs, tma_can_copy
-    h, k, w = check_matmul_inputs(m, n, dtype='bfloat16')
-    missing = gluon_unavailable()
-    if missing: raise CudaUnavailableError(missing)
-    if not tma_can_copy(m, n): return fallback(m, n)
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+    (h, k), w = m.shape, n.shape[1]
     out = torch.empty(h, w, device=m.device, dtype=torch.bfloat16)
     def described(t, block): return TensorDescriptor.from_tensor(t, block, gl.NVMMASharedLayout.get_default_for(block, gl.bfloat16))
     grid = ((h + BM - 1) // BM, (w + BN - 1) // BN)
     gluon_kernel()[grid](described(m, [BM, BK]), described(n, [BK, BN]), described(out, [BM, BN]), k, STAGES, num_warps=WARPS)
     return out
-

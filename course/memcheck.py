@@ -3,8 +3,9 @@
 memcheck watches every load and store of every kernel and reports each one that falls outside the
 memory a program allocated. Its report is long (a host backtrace per error); `memcheck_findings` keeps,
 for each invalid access, what it was, where in the source, which thread, and how far outside which
-allocation, and the error summary."""
-import re, subprocess, sys
+allocation, and the error summary. `sanitize` runs a script under several of compute-sanitizer's tools and says in
+one line per tool what each found."""
+import re, subprocess, sys, tempfile
 from pathlib import Path
 
 from .cuda_toolkit import cuda_tool
@@ -49,3 +50,20 @@ def memcheck_findings(report):
         elif (where := SOURCE_POSITION.search(line)):
             current.append(f"in {Path(where[1]).name}, line {where[2]}")
     return errors, summary
+
+
+def sanitize(script_text, tools, repo_root, timeout=600):
+    """Run the Python code `script_text` (written to a temporary file that first puts `repo_root` on sys.path, so it
+    can import the course) under each of compute-sanitizer's `tools` ('memcheck', 'racecheck', 'synccheck') in
+    turn, and yield one line per tool as it finishes: its summary and how many invalid accesses it listed. Where
+    compute-sanitizer is not installed, a line says so and no tool runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        script = Path(tmp) / 'sanitized.py'
+        script.write_text(f"import sys; sys.path.insert(0, {str(repo_root)!r})\n" + script_text)
+        for tool in tools:
+            res = run_under_memcheck(script, timeout=timeout, tool=tool)
+            if res is None:
+                yield "compute-sanitizer is not installed here"
+                return
+            errors, summary = memcheck_findings(res.stdout + res.stderr)
+            yield f"{tool}: {summary or 'no summary (exit ' + str(res.returncode) + ')'}; {len(errors)} invalid accesses listed"

@@ -2,7 +2,9 @@
 
 `ncu` replays the kernel as many times as the counters need and reports them; each caller names the few it
 needs (their plain-word names live beside the table that prints them), and we parse the CSV. Where `ncu` is
-not installed (or cannot read the counters) `ncu_unavailable()` says so in one line.
+not installed (or cannot read the counters) `ncu_unavailable()` says so in one line. `profile_each` reads the same
+counters for several kernels of a notebook, one fresh process each (`notebook_launch` writes each one's snippet),
+and `print_counters` prints them as a table.
 """
 import csv, io, subprocess, sys
 
@@ -38,3 +40,31 @@ def ncu_counters(snippet, kernel_regex, counters, cwd=None, timeout=600):
     """{counter: value} for the last launch of a kernel whose name matches `kernel_regex` in `python -c snippet`,
     from ncu. Raises RuntimeError with ncu's own words when it fails."""
     return ncu_launches(snippet, kernel_regex, counters, cwd, timeout)[-1][1]
+
+
+def notebook_launch(notebook, kernel, shape, precision):
+    """A snippet for `python -c`: import notebook `notebook` (as 'nb'), make random `precision` inputs of `shape`
+    (h, k, w), call `nb.<kernel>` (an expression such as "tensor_core('mma', 'bf16')") on them once, and wait for
+    the GPU. Run from the repository's root."""
+    return (f"import torch; from utils import import_notebook; nb = import_notebook({notebook!r}); "
+            f"from course.reduced_precision import random_inputs; m, n = random_inputs(*{tuple(shape)}, {precision!r}); "
+            f"nb.{kernel}(m, n); torch.cuda.synchronize()")
+
+
+def profile_each(snippets, kernel_regex, counters, cwd=None, timeout=600):
+    """{key: {counter: value}} for each snippet of `snippets` ({key: snippet}), each run under ncu in a process of
+    its own: the counters of the last launch of the kernel `kernel_regex` names (a regex, or a function of the key
+    that returns one)."""
+    return {key: ncu_counters(snippet, kernel_regex(key) if callable(kernel_regex) else kernel_regex, counters,
+                              cwd=cwd, timeout=timeout)
+            for key, snippet in snippets.items()}
+
+
+def print_counters(profiles, row_names, counters, name_width, column_width, number_format='.2f'):
+    """Print `profiles` ({key: {counter: value}}, as `profile_each` returns them) as a table: a row per key, named
+    `row_names[key]` in a column `name_width` wide, and a column per entry of `counters` ({title: counter}),
+    `column_width` wide, each value in `number_format`."""
+    print(f"  {'step':{name_width}s}" + ''.join(f"{title:>{column_width}s}" for title in counters))
+    for key, values in profiles.items():
+        print(f"  {row_names[key]:{name_width}s}" +
+              ''.join(f"{values[counter]:{column_width}{number_format}}" for counter in counters.values()))

@@ -136,3 +136,63 @@ def test_the_gluon_kernel_is_right_on_awkward_shapes(capsys):
     for what, (m, n) in bad_matmul_inputs().items():
         if what != 'float64': m, n = m.to(torch.bfloat16), n.to(torch.bfloat16)
         with pytest.raises((ValueError, TypeError)): nb.matmul_gluon(m, n)
+
+
+def test_profile_hopper_reads_each_step_in_a_fresh_process(monkeypatch):
+    import course.profiling
+    runs = []
+    monkeypatch.setattr(course.profiling, 'ncu_counters',
+                        lambda snippet, regex, counters, cwd=None, timeout=600: runs.append((snippet, regex, counters)) or {})
+    assert nb.profile_hopper(shape=(128, 64, 256), steps=('tma', 'store')) == {'tma': {}, 'store': {}}
+    assert [regex for _, regex, _ in runs] == ['tma_wgmma|specialized'] * 2
+    assert "import_notebook('12')" in runs[1][0] and "nb.HopperMatmul('store')(m, n)" in runs[1][0]
+    assert "random_inputs(*(128, 64, 256), 'bf16')" in runs[1][0] and runs[1][2] == list(nb.HOPPER_COUNTERS.values())
+
+
+def test_hopper_target_lines_say_the_target_then_triton():
+    from types import SimpleNamespace as Spread
+    best = nb.HOPPER_STEPS['store']
+    times = {best: Spread(median=0.181), 'cuBLAS bf16': Spread(median=0.176), 'Triton bf16, autotuned': Spread(median=0.251)}
+    assert nb.hopper_target_lines({(4096, 4096, 4096): times}) == [
+        "4096³: 0.97x cuBLAS bf16's speed; target at least 1.00x: missed by 3% (it would need 0.176 ms, not 0.181); "
+        "1.39x Triton's speed (faster)"]
+
+
+# dispatch_bf16 on a CPU: the input rules are the course's, with the device rule moved to the CPU for the test
+@pytest.fixture
+def dispatch_on_cpu(monkeypatch):
+    import functools
+    from course import hopper_dispatch
+    from course.input_checks import check_matmul_inputs
+    monkeypatch.setattr(hopper_dispatch, 'check_matmul_inputs', functools.partial(check_matmul_inputs, device='cpu'))
+    return hopper_dispatch.dispatch_bf16
+
+
+def test_dispatch_sends_shapes_tma_cannot_copy_to_the_fallback(dispatch_on_cpu):
+    def bf16(h, w): return torch.zeros(h, w, dtype=torch.bfloat16)
+    def kernel(m, n): return 'kernel'
+    def fallback(m, n): return 'fallback'
+    assert dispatch_on_cpu(bf16(5, 8), bf16(8, 16), kernel, fallback, lambda: None) == 'kernel'
+    assert dispatch_on_cpu(bf16(5, 12), bf16(12, 16), kernel, fallback, lambda: None) == 'fallback'   # rows of 24 bytes
+
+
+def test_dispatch_checks_inputs_before_it_asks_about_the_gpu(dispatch_on_cpu):
+    asked = []
+    def unavailable(): asked.append(1); return "no Hopper GPU here"
+    m = torch.zeros(8, 8, dtype=torch.bfloat16)
+    with pytest.raises(TypeError, match='must be bfloat16'): dispatch_on_cpu(m.float(), m, None, None, unavailable)
+    with pytest.raises(ValueError, match='size mismatch'): dispatch_on_cpu(m, m[:4], None, None, unavailable)
+    assert not asked
+    with pytest.raises(CudaUnavailableError, match='^no Hopper GPU here$'): dispatch_on_cpu(m, m, None, None, unavailable)
+
+
+def test_a_missing_hopper_is_said_before_anything_runs(dispatch_on_cpu, monkeypatch):
+    "HopperMatmul and the Gluon wrapper both refuse to run where their kernels cannot, with their own sentence."
+    from course import gluon_matmul
+    monkeypatch.setattr(nb, 'hopper_available', lambda: False)
+    monkeypatch.setattr(torch.cuda, 'get_device_name', lambda *a: 'a test GPU')
+    m = torch.zeros(8, 8, dtype=torch.bfloat16)
+    with pytest.raises(CudaUnavailableError, match=r"step 'tma' uses wgmma and TMA.*this one is a test GPU"):
+        nb.HopperMatmul('tma')(m, m)
+    monkeypatch.setattr(gluon_matmul, 'gluon_unavailable', lambda: "no Gluon here")
+    with pytest.raises(CudaUnavailableError, match='no Gluon here'): nb.matmul_gluon(m, m)

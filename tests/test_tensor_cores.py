@@ -151,3 +151,40 @@ def test_cublas_in_a_precision_puts_torchs_switch_back():
     for precision in ('fp32', 'tf32'):
         torch.testing.assert_close(cublas(precision)(m, m), m @ m)
         assert torch.backends.cuda.matmul.allow_tf32 == before
+
+
+def test_profile_steps_reads_each_steps_own_kernel_in_a_fresh_process(monkeypatch):
+    "One ncu run per step: a snippet that imports this notebook and calls that step's kernel, ncu told its kernel's name."
+    import course.profiling
+    runs = []
+    monkeypatch.setattr(course.profiling, 'ncu_counters',
+                        lambda snippet, regex, counters, cwd=None, timeout=600: runs.append((snippet, regex, cwd)) or {'c': len(runs)})
+    profiles = nb.profile_steps('tf32', shape=(64, 32, 16), steps=('wmma', 'pipelined'))
+    assert profiles == {'wmma': {'c': 1}, 'pipelined': {'c': 2}}
+    assert [regex for _, regex, _ in runs] == ['wmma_tiled', 'mma_pipelined']
+    snippet = runs[1][0]
+    assert "import_notebook('11')" in snippet and "random_inputs(*(64, 32, 16), 'tf32')" in snippet
+    assert "nb.tensor_core('pipelined', 'tf32')(m, n)" in snippet and runs[1][2] == nb.NOTEBOOK_DIR.parent
+
+
+def test_print_resources_reads_through_the_getter_it_is_given(capsys):
+    "One table for notebooks 11 and 12: each kernel's resources come from the getter (a kernel's own by default)."
+    class Kernel:
+        def __init__(self, registers, local): self.r = dict(registers=registers, local_bytes=local, shared_kib=32.0, threads=128, blocks_per_sm=2)
+        def resources(self): return self.r
+    class Wrapper:
+        def __init__(self, kernel): self.kernel = kernel
+    nb.print_resources({'plain': Kernel(200, 0)})
+    nb.print_resources({'wrapped': Wrapper(Kernel(255, 176))}, resources=lambda w: w.kernel.resources())
+    plain, wrapped = capsys.readouterr().out.splitlines()
+    assert plain == f"  {'plain':34s} 200 registers,   0 B local,  32.0 KiB shared, 128 threads, 2 blocks per SM"
+    assert wrapped.startswith(f"  {'wrapped':34s} 255 registers, 176 B local")
+
+
+def test_the_counter_table_has_a_row_per_step_and_a_column_per_counter(capsys):
+    profiles = {step: {counter: 1234567.0 + i for i, counter in enumerate(nb.TC_COUNTERS.values())} for step in ('mma', 'pipelined')}
+    nb.print_profile(profiles)
+    header, *rows = capsys.readouterr().out.splitlines()
+    assert header == f"  {'step':26s}" + ''.join(f"{title:>31s}" for title in nb.TC_COUNTERS)
+    assert [row[2:28].strip() for row in rows] == [nb.LADDER_STEPS['mma'], nb.LADDER_STEPS['pipelined']]
+    assert rows[1][28:] == ''.join(f"{f'1,234,{567 + i}.00':>31s}" for i in range(len(nb.TC_COUNTERS)))
