@@ -10,7 +10,7 @@ plus, with split-K, the partial sums' traffic; and no run is faster than moving 
 `overhead` and `step` are each variant's own: `calibrate` measures them once per machine, from two shapes that differ
 only in K (two times, two unknowns), once with rows that start on 16 bytes and once with rows that do not (the
 kernel then reads float by float). A new shape then costs the model's arithmetic for every variant and split, and
-the timing of the few it ranks best: `model_tuner(calibration)` is a `tune` function for `course.tuning_cache.tuned`.
+the timing of the few it ranks best: `model_tuner(calibration, sms)` is a `tune` function for `course.tuning_cache.tuned`.
 """
 import json, math
 from typing import NamedTuple

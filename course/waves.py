@@ -3,8 +3,9 @@
 A kernel that gives each block one BM x BN tile of C launches ceil(M / BM) x ceil(N / BN) blocks, and the GPU runs
 `sms x blocks_per_sm` of them at a time: a *wave*. Two things then waste the machine on awkward shapes:
 
-- **waves**: when the tiles do not fill the last wave, part of the GPU idles while it runs; with fewer tiles than
-  slots (a skinny problem: few rows, a long K), most of the GPU idles for the whole run;
+- **waves**: when the tiles do not fill the last wave, part of the GPU's slots stay empty while it runs; with fewer
+  tiles than slots (a skinny problem: few rows, a long K), some slots stay empty for the whole run (how much that
+  costs depends on how fast a block runs with a multiprocessor to itself: the model below counts slots, not that);
 - **tile quantization**: an edge tile still costs a whole tile's work, on values outside the matrix.
 
 **Split-K** cuts K into `splits` pieces, so that each tile becomes `splits` independent units (more of them to fill
@@ -50,7 +51,9 @@ def plan(m, k, n, bm, bn, splits=1, sms=H100_SMS, blocks_per_sm=1, bk=8):
 def modeled_ms(p, m, n, bm, bn, tflops=H100_FP32_TFLOPS, tbps=H100_HBM_TBPS):
     """The model's time of a Plan, in ms: its waves, each as long as one unit's multiply-adds at one slot's share of
     the peak rate, plus, with splits > 1, the bytes of the partial sums (each unit writes its fp32 partial tile, the
-    second pass reads them all and writes C) at the memory rate. A model: it leaves out latency, caches and the inputs' own traffic."""
+    second pass reads them all and writes C) at the memory rate. A model: it leaves out latency, caches and the inputs' own traffic,
+    and it gives every unit a slot's share of a multiprocessor (1 / blocks_per_sm of it) even where a block has the
+    multiprocessor to itself, so that it overstates what empty slots cost."""
     per_slot = tflops * 1e12 / p.slots
     unit_s = 2 * bm * bn * p.k_per_unit / per_slot
     reduce_s = 0.0 if p.splits == 1 else (2 * p.splits + 1) * m * n * 4 / (tbps * 1e12)
