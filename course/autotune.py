@@ -37,15 +37,20 @@ class Trial(NamedTuple):
     ms: float
 
 
+def random_input_pairs(h, k, w, dtype='float32', count=4):
+    "`count` pairs of uniform random h x k and k x w matrices on the GPU, of `dtype` (a torch dtype's name)."
+    import torch
+    t = getattr(torch, dtype)
+    return [(torch.rand(h, k, device='cuda').to(t), torch.rand(k, w, device='cuda').to(t)) for _ in range(count)]
+
+
 def autotune(variants, h, k, w, input_sets=4, progress=True, dtype='float32'):
     """Time every variant on h x k @ k x w (calls back to back, rotating `input_sets` random input pairs of
     `dtype`, a torch dtype's name) and return the trials, fastest first. Variants are compiled first, in
     parallel. `progress` shows bars of the variants compiled and timed so far."""
-    import torch
     variants = list(variants)
     compile_all(variants, progress=progress)
-    dtype = getattr(torch, dtype)
-    sets = [(torch.rand(h, k, device='cuda').to(dtype), torch.rand(k, w, device='cuda').to(dtype)) for _ in range(input_sets)]
+    sets = random_input_pairs(h, k, w, dtype, input_sets)
     trials = [Trial(v, cuda_time_ms(v, arg_sets=sets, back_to_back=10, reps=5, warmup=1, max_seconds=0.5))
               for v in tqdm(variants, desc=f'timing {h}x{k}x{w}', unit='variant', disable=not progress)]
     return sorted(trials, key=lambda t: t.ms)

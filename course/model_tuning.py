@@ -15,7 +15,9 @@ the timing of the few it ranks best: `model_tuner(calibration, sms)` is a `tune`
 import json, math
 from typing import NamedTuple
 
-from .waves import H100_HBM_TBPS, plan
+from .autotune import Trial, random_input_pairs, tqdm
+from .timing import cuda_time_ms
+from .waves import H100_HBM_TBPS, partial_sums_bytes, plan
 
 # Two shapes with the same tiles and waves, one K short and one long: the difference in time is the K steps'. The
 # aligned ones (every size a multiple of 4), and unaligned ones (no size a multiple of 4).
@@ -63,7 +65,7 @@ def modeled_ms(rates, params, h, k, w, splits, sms, tbps=H100_HBM_TBPS):
     p = plan(h, k, w, params['BM'], params['BN'], splits, sms, rates.blocks_per_sm, params['BK'])
     compute = p.waves * (rates.overhead_ms + p.k_per_unit // params['BK'] * rates.step_ms)
     traffic = (h * k + k * w + h * w) * 4 / (tbps * 1e9)                   # A, B and C once, in ms
-    partials = 0.0 if splits == 1 else (2 * splits + 1) * h * w * 4 / (tbps * 1e9)
+    partials = partial_sums_bytes(splits, h, w) / (tbps * 1e9)
     return max(compute, traffic) + partials
 
 
@@ -83,7 +85,6 @@ def ranked(candidates, calibration, h, k, w, sms, most_workspace=2**30):
 def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=True):
     """{variant_key: Rates} for every variant, aligned rows and not, from its time on each of `shapes` ({aligned: shapes};
     `time_ms(variant, h, k, w)`, by default a short timing on the GPU with rotating inputs)."""
-    from .autotune import tqdm
     time_ms = time_ms or short_time_ms
     calibration = {}
     for v in tqdm(list(variants), desc='calibrating the model', unit='variant', disable=not progress):
@@ -98,33 +99,23 @@ _INPUTS = {}
 
 def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2):
     "A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for reuse)."
-    import torch
-    from .timing import cuda_time_ms
     key = (h, k, w, dtype, input_sets)
     if key not in _INPUTS:
         _INPUTS.clear()                                # keep one shape's inputs at a time
-        t = getattr(torch, dtype)
-        _INPUTS[key] = [(torch.rand(h, k, device='cuda').to(t), torch.rand(k, w, device='cuda').to(t)) for _ in range(input_sets)]
+        _INPUTS[key] = random_input_pairs(h, k, w, dtype, input_sets)
     sets = _INPUTS[key]
     back_to_back = max(1, min(10, int(2e9 / max(2 * h * k * w, 1))))   # about 0.1 ms of work or more per timing
     return cuda_time_ms(fn, arg_sets=sets, back_to_back=back_to_back, reps=3, warmup=1, max_seconds=0.05)
-
-
-class Trial(NamedTuple):
-    variant: object
-    ms: float
-    modeled_ms: float
 
 
 def model_tuner(calibration, sms, top=8, time_ms=None):
     """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
     the `top` candidates the model ranks best, and returns their trials, fastest first."""
     def tune(candidates, h, k, w, progress=True, dtype='float32'):
-        from .autotune import tqdm
         best = ranked(candidates, calibration, h, k, w, sms)[:top]
         if not best: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
-        trials = [Trial(c, timer(c, h, k, w), m)
-                  for m, c in tqdm(best, desc=f"timing the model's top {len(best)}", unit='variant', disable=not progress)]
+        trials = [Trial(c, timer(c, h, k, w))
+                  for _, c in tqdm(best, desc=f"timing the model's top {len(best)}", unit='variant', disable=not progress)]
         return sorted(trials, key=lambda t: t.ms)
     return tune

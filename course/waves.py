@@ -48,6 +48,11 @@ def plan(m, k, n, bm, bn, splits=1, sms=H100_SMS, blocks_per_sm=1, bk=8):
     return Plan(tiles, splits, units, slots, waves, units / (waves * slots), useful, k_per_unit)
 
 
+def partial_sums_bytes(splits, m, n):
+    "The extra traffic of split-K on an m x n output: each of the `splits` fp32 partial results written and read, C written."
+    return 0 if splits == 1 else (2 * splits + 1) * m * n * 4
+
+
 def modeled_ms(p, m, n, bm, bn, tflops=H100_FP32_TFLOPS, tbps=H100_HBM_TBPS):
     """The model's time of a Plan, in ms: its waves, each as long as one unit's multiply-adds at one slot's share of
     the peak rate, plus, with splits > 1, the bytes of the partial sums (each unit writes its fp32 partial tile, the
@@ -56,7 +61,7 @@ def modeled_ms(p, m, n, bm, bn, tflops=H100_FP32_TFLOPS, tbps=H100_HBM_TBPS):
     multiprocessor to itself, so that it overstates what empty slots cost."""
     per_slot = tflops * 1e12 / p.slots
     unit_s = 2 * bm * bn * p.k_per_unit / per_slot
-    reduce_s = 0.0 if p.splits == 1 else (2 * p.splits + 1) * m * n * 4 / (tbps * 1e12)
+    reduce_s = partial_sums_bytes(p.splits, m, n) / (tbps * 1e12)
     return 1e3 * (p.waves * unit_s + reduce_s)
 
 
