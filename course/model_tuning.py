@@ -10,7 +10,9 @@ plus, with split-K, the partial sums' traffic; and no run is faster than moving 
 `overhead` and `step` are each variant's own: `calibrate` measures them once per machine, from two shapes that differ
 only in K (two times, two unknowns), once with rows that start on 16 bytes and once with rows that do not (the
 kernel then reads float by float). A new shape then costs the model's arithmetic for every variant and split, and
-the timing of the few it ranks best: `model_tuner(calibration, sms)` is a `tune` function for `course.tuning_cache.tuned`.
+the timing of the few it ranks best (and of the best-ranked of each tile shape, should the model misprice one), then
+a longer timing of the fastest three: `model_tuner(calibration, sms)` is a `tune` function for
+`course.tuning_cache.tuned`.
 """
 import json, math
 from typing import NamedTuple
@@ -31,9 +33,9 @@ class Rates(NamedTuple):
 
 
 def variant_key(params, aligned=True):
-    """The name a variant's rates are kept under: its parameters, less the split of K, and whether the rows start on
-    16 bytes."""
-    return json.dumps({k: v for k, v in params.items() if k != 'splits'}, sort_keys=True) + ('' if aligned else ' unaligned')
+    """The name a variant's rates are kept under: its parameters, less how it is run (the split of K, padded copies),
+    and whether the rows start on 16 bytes."""
+    return json.dumps({k: v for k, v in params.items() if k not in ('splits', 'padded')}, sort_keys=True) + ('' if aligned else ' unaligned')
 
 
 def rows_aligned(k, w):
@@ -69,16 +71,32 @@ def modeled_ms(rates, params, h, k, w, splits, sms, tbps=H100_HBM_TBPS):
     return max(compute, traffic) + partials
 
 
-def ranked(candidates, calibration, h, k, w, sms, most_workspace=2**30):
+PADDING_KERNELS_MS = 3 * 0.003     # Padded's three copies are three more kernels: a few µs each, however small
+
+
+def padding_bytes(h, k, w):
+    """The bytes `Padded`'s copies move besides the kernel's own: A and B read, and written padded; C's padded result
+    read, and written cut back."""
+    k4, w4 = -(-k // 4) * 4, -(-w // 4) * 4
+    return 4 * (h * k + h * k4 + k * w + k4 * w4 + h * w4 + h * w)
+
+
+def ranked(candidates, calibration, h, k, w, sms, most_workspace=2**30, tbps=H100_HBM_TBPS):
     """(modeled ms, candidate) for every candidate the model can price, fastest first. A candidate is a variant with
-    `params` (its `splits` among them, 1 if absent); one whose splits K cannot take (more pieces than BK steps), whose
-    workspace would pass `most_workspace` bytes, or whose variant was never calibrated, is left out."""
+    `params` (its `splits` among them, 1 if absent; `padded`, if it runs on padded copies: priced with the aligned
+    rates at the padded widths, plus the copies' traffic and kernels); one whose splits K cannot take (more pieces than BK
+    steps), whose workspace would pass `most_workspace` bytes, whose variant was never calibrated, or that pads
+    rows already aligned, is left out."""
     priced = []
     for c in candidates:
-        splits, rates = c.params.get('splits', 1), calibration.get(variant_key(c.params, rows_aligned(k, w)))
-        if rates is None or splits > math.ceil(k / c.params['BK']): continue
-        if splits > 1 and splits * h * w * 4 > most_workspace: continue
-        priced.append((modeled_ms(Rates(*rates), c.params, h, k, w, splits, sms), c))
+        splits, padded = c.params.get('splits', 1), c.params.get('padded', False)
+        if padded and rows_aligned(k, w): continue                       # nothing to pad: the same as unpadded
+        kk, ww = (-(-k // 4) * 4, -(-w // 4) * 4) if padded else (k, w)
+        rates = calibration.get(variant_key(c.params, rows_aligned(kk, ww)))
+        if rates is None or splits > math.ceil(kk / c.params['BK']): continue
+        if splits > 1 and splits * h * ww * 4 > most_workspace: continue
+        copies = PADDING_KERNELS_MS + padding_bytes(h, k, w) / (tbps * 1e9) if padded else 0.0
+        priced.append((modeled_ms(Rates(*rates), c.params, h, kk, ww, splits, sms, tbps) + copies, c))
     return sorted(priced, key=lambda t: t[0])
 
 
@@ -97,25 +115,46 @@ def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=T
 _INPUTS = {}
 
 
-def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2):
-    "A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for reuse)."
+def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
+    """A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for
+    reuse). Enough calls go back to back for about 40 GFLOP of work (10 at most), so that on a small shape the CPU's
+    cost of each call (checks, launches) hides behind the GPU's work on the calls before it, as in a program that
+    calls it in a loop: timed alone, a 0.06 ms product would be ranked by its launch cost."""
     key = (h, k, w, dtype, input_sets)
     if key not in _INPUTS:
         _INPUTS.clear()                                # keep one shape's inputs at a time
         _INPUTS[key] = random_input_pairs(h, k, w, dtype, input_sets)
     sets = _INPUTS[key]
-    back_to_back = max(1, min(10, int(2e9 / max(2 * h * k * w, 1))))   # about 0.1 ms of work or more per timing
-    return cuda_time_ms(fn, arg_sets=sets, back_to_back=back_to_back, reps=3, warmup=1, max_seconds=0.05)
+    back_to_back = max(1, min(10, math.ceil(4e10 / max(2 * h * k * w, 1))))
+    return cuda_time_ms(fn, arg_sets=sets, back_to_back=back_to_back, reps=reps, warmup=1, max_seconds=0.05 * reps / 3)
 
 
-def model_tuner(calibration, sms, top=8, time_ms=None):
+def shortlist(order, top):
+    """The candidates to time, from the model's ranking `order` ((ms, candidate), fastest first): its `top` best, then
+    the best-ranked candidate of each tile shape (BM x BN) not among them, so that a tile shape the model misprices
+    on this shape still gets one timing."""
+    picked = [c for _, c in order[:top]]
+    tiles = {(c.params['BM'], c.params['BN']) for c in picked}
+    for _, c in order[top:]:
+        tile = (c.params['BM'], c.params['BN'])
+        if tile not in tiles:
+            tiles.add(tile)
+            picked.append(c)
+    return picked
+
+
+def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None):
     """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
-    the `top` candidates the model ranks best, and returns their trials, fastest first."""
+    the candidates of the model's `shortlist`, then times the `finalists` fastest of them again, longer (their times
+    are often within the noise of a short timing), and returns the trials, the finalists first, fastest first."""
     def tune(candidates, h, k, w, progress=True, dtype='float32'):
-        best = ranked(candidates, calibration, h, k, w, sms)[:top]
-        if not best: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
+        order = ranked(candidates, calibration, h, k, w, sms)
+        if not order: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
-        trials = [Trial(c, timer(c, h, k, w))
-                  for _, c in tqdm(best, desc=f"timing the model's top {len(best)}", unit='variant', disable=not progress)]
-        return sorted(trials, key=lambda t: t.ms)
+        final_timer = final_time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype, reps=15))
+        picked = shortlist(order, top)
+        trials = sorted((Trial(c, timer(c, h, k, w)) for c in tqdm(
+            picked, desc=f"timing the model's {len(picked)} best", unit='variant', disable=not progress)), key=lambda t: t.ms)
+        final = sorted((Trial(t.variant, final_timer(t.variant, h, k, w)) for t in trials[:finalists]), key=lambda t: t.ms)
+        return final + trials[finalists:]
     return tune

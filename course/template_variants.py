@@ -172,3 +172,32 @@ class SplitK:
     def resources(self): return self.variant.resources()
 
     def __repr__(self): return f"{self.variant!r} x {self.splits} split(s) of K"
+
+
+def round_up_to_4(n): return (n + 3) // 4 * 4
+
+
+class Padded:
+    """A candidate (a TemplateVariant or SplitK) run on copies of m and n padded with zeros to widths that are multiples
+    of 4, so that every row starts on 16 bytes and the kernel takes its float4 path; C is computed padded too, and
+    cut back to its width. The copies cost three passes over memory (A, B, and C's cut), which pays only on products
+    large enough for the float-by-float path to cost more. Shapes already aligned run the candidate as it is."""
+    def __init__(self, candidate):
+        self.candidate = candidate
+        self.params, self.source, self.threads = {**candidate.params, 'padded': True}, candidate.source, candidate.threads
+
+    def build(self):
+        self.candidate.build()
+        return self
+
+    def __call__(self, m, n):
+        import torch.nn.functional as F
+        h, k, w = check_matmul_inputs(m, n)
+        k4, w4 = round_up_to_4(k), round_up_to_4(w)
+        if (k4, w4) == (k, w): return self.candidate(m, n)
+        c = self.candidate(F.pad(m, (0, k4 - k)), F.pad(n, (0, w4 - w, 0, k4 - k)))     # zeros: they add nothing
+        return c[:, :w].contiguous()
+
+    def resources(self): return self.candidate.resources()
+
+    def __repr__(self): return f"{self.candidate!r}, on copies padded to widths of 4"

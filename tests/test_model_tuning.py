@@ -4,8 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from course.model_tuning import Rates, fit_rates, model_tuner, modeled_ms, ranked, variant_key
-from course.waves import plan
+from course.model_tuning import Rates, fit_rates, model_tuner, modeled_ms, PADDING_KERNELS_MS, padding_bytes, ranked, shortlist, variant_key
+from course.waves import H100_HBM_TBPS, plan
 
 SMS = 132
 
@@ -61,6 +61,29 @@ def test_unaligned_shapes_are_priced_with_unaligned_rates():
     assert ranked(candidates(), calibration(), 4096, 4095, 4096, SMS) == []        # never calibrated unaligned
 
 
+def padded(c):
+    return SimpleNamespace(params={**c.params, 'padded': True}, source=c.source)
+
+
+def test_padded_copies_are_priced_with_aligned_rates_and_their_traffic():
+    slow = {variant_key(variant(bm, bn).params, False): Rates(r.overhead_ms, 1.2 * r.step_ms, r.blocks_per_sm)
+            for (bm, bn), r in TRUE_RATES.items()}
+    both = {**calibration(), **slow}
+    cs = candidates() + [padded(c) for c in candidates()]
+    assert not any(c.params.get('padded') for _, c in ranked(cs, both, 4096, 4096, 4096, SMS))   # nothing to pad
+    big = ranked(cs, both, 4095, 4095, 4095, SMS)
+    assert big[0][1].params.get('padded')                      # 20% slower steps cost more than the copies
+    ms, c = big[0]
+    at_padded_size = modeled_ms(TRUE_RATES[c.params['BM'], c.params['BN']], c.params, 4095, 4096, 4096, c.params['splits'], SMS)
+    assert ms == pytest.approx(at_padded_size + PADDING_KERNELS_MS + padding_bytes(4095, 4095, 4095) / (H100_HBM_TBPS * 1e9))
+    small = ranked(cs, both, 40, 4095, 40, SMS)[0][1]
+    assert not small.params.get('padded')                      # three more kernels cost more than the product itself
+
+
+def test_padding_bytes_counts_each_copy():
+    assert padding_bytes(2, 3, 5) == 4 * (2 * 3 + 2 * 4 + 3 * 5 + 4 * 8 + 2 * 8 + 2 * 5)
+
+
 def test_calibrate_fits_each_variant_aligned_and_not():
     from course.model_tuning import calibrate
     vs = [SimpleNamespace(**variant(bm, bn).__dict__, resources=lambda r=r: {'blocks_per_sm': r.blocks_per_sm})
@@ -82,16 +105,56 @@ def test_ranked_leaves_out_what_it_cannot_price():
     assert all(c.params['splits'] * 8192 * 8192 * 4 <= 2**30 or c.params['splits'] == 1 for c in huge)
 
 
-def test_the_tuner_times_only_the_top_few_and_returns_the_fastest_first():
-    timed = []
+def test_the_tuner_times_the_shortlist_then_the_finalists_longer():
+    timed, final = [], []
     def pretend(c, h, k, w):
         timed.append(c)
         return true_ms(c, h, k, w) * (0.5 if c.params['splits'] == 2 else 1.0)   # the GPU disagrees with the model
-    tune = model_tuner(calibration(), SMS, top=3, time_ms=pretend)
+    def pretend_long(c, h, k, w):
+        final.append(c)
+        return pretend(c, h, k, w)
+    tune = model_tuner(calibration(), SMS, top=3, finalists=2, time_ms=pretend, final_time_ms=pretend_long)
     trials = tune(candidates(), 256, 8192, 8192, progress=False)
-    assert len(timed) == 3 and [t.variant for t in trials] == sorted(timed, key=lambda c: pretend(c, 256, 8192, 8192))
-    assert trials[0].ms <= trials[-1].ms
-    assert {c.params['splits'] for c in timed} != {1}
+    shape = (256, 8192, 8192)
+    picked = shortlist(ranked(candidates(), calibration(), *shape, SMS), 3)
+    assert timed[:len(picked)] == picked and len(timed) == len(picked) + 2      # each once, the 2 finalists again
+    by_time = sorted(picked, key=lambda c: pretend(c, *shape))
+    assert final == by_time[:2] and [t.variant for t in trials] == by_time
+    assert trials[0].ms <= trials[1].ms and {c.params['splits'] for c in picked} != {1}
+
+
+def test_the_shortlist_times_each_tile_shape_at_least_once():
+    order = ranked(candidates(), calibration(), 4096, 4096, 4096, SMS)
+    picked = shortlist(order, 2)
+    assert picked[:2] == [c for _, c in order[:2]]
+    tiles = [(c.params['BM'], c.params['BN']) for c in picked]
+    assert sorted(set(tiles)) == sorted(TRUE_RATES) and len(picked) == 2 + len(set(tiles) - set(tiles[:2]))
+    for c in picked[2:]:                                  # each added one is the best-ranked of its tile shape
+        same = [d for _, d in order if (d.params['BM'], d.params['BN']) == (c.params['BM'], c.params['BN'])]
+        assert c is same[0]
+
+
+def test_the_finalists_longer_timing_decides():
+    short = {(64, 128): 1.0, (128, 128): 1.1}             # the short timing prefers 64 x 128 tiles
+    long = {(64, 128): 1.3, (128, 128): 1.2}              # the longer one, 128 x 128: it decides
+    def tile(c): return c.params['BM'], c.params['BN']
+    tune = model_tuner(calibration(), SMS, top=6, finalists=2, time_ms=lambda c, *s: short.get(tile(c), 9) + c.params['splits'],
+                       final_time_ms=lambda c, *s: long.get(tile(c), 9) + c.params['splits'])
+    best = tune([variant(64, 128), variant(128, 128), variant(128, 256)], 4096, 4096, 4096, progress=False)[0]
+    assert best.variant.params['BM'] == 128 and best.variant.params['BN'] == 128 and best.ms == pytest.approx(2.2)
+
+
+def test_short_timings_queue_small_products_back_to_back(monkeypatch):
+    import course.model_tuning as mt
+    seen = {}
+    monkeypatch.setattr(mt, 'random_input_pairs', lambda h, k, w, dtype, count: [(h, k, w)] * count)
+    monkeypatch.setattr(mt, 'cuda_time_ms', lambda fn, arg_sets, back_to_back, reps, warmup, max_seconds: seen.setdefault((arg_sets[0], reps), back_to_back))
+    for shape in ((777, 1234, 999), (5120, 256, 5120), (6000, 6000, 6000)):
+        mt.short_time_ms(None, *shape)
+    mt.short_time_ms(None, 6000, 6000, 6000, reps=15)
+    assert seen[(777, 1234, 999), 3] == 10            # 0.06 ms of GPU work: launches must hide behind it
+    assert 1 < seen[(5120, 256, 5120), 3] < 10
+    assert seen[(6000, 6000, 6000), 3] == 1 and seen[(6000, 6000, 6000), 15] == 1
 
 
 def test_the_tuner_refuses_without_a_calibration():

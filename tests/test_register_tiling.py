@@ -131,6 +131,19 @@ def test_every_shape_kernel_matches_float64_with_k_in_pieces(splits):
 
 
 @gpu
+def test_padded_copies_match_float64_and_keep_aligned_shapes_as_they_are():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    fn = nb10.Padded(nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 2))
+    for h, k, w in SPLIT_SHAPES + ((64, 64, 64),):
+        m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+        out = fn(m, n)
+        assert out.shape == (h, w) and out.is_contiguous()
+        torch.testing.assert_close(out, (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3, msg=f"{fn} on {h}x{k}x{w}")
+    with pytest.raises((ValueError, TypeError)): fn(torch.randn(3, 5, device='cuda'), torch.randn(4, 5, device='cuda'))
+    with pytest.raises((ValueError, TypeError)): fn(torch.randn(3, 5, device='cuda').double(), torch.randn(5, 5, device='cuda'))
+
+
+@gpu
 def test_split_k_gives_the_same_bits_every_run():
     "The pieces are added by a second pass in a fixed order, not by atomics: two runs agree to the bit."
     fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 8)
