@@ -2,6 +2,7 @@
 
 On a CPU-only machine (CI) every CUDA C variant is still compiled by nvcc, and the Numba twin runs in
 Numba's simulator; on a GPU every variant runs against torch on the course's shapes and bad inputs."""
+import re
 import pytest
 import torch
 
@@ -141,6 +142,25 @@ def test_padded_copies_match_float64_and_keep_aligned_shapes_as_they_are():
         torch.testing.assert_close(out, (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3, msg=f"{fn} on {h}x{k}x{w}")
     with pytest.raises((ValueError, TypeError)): fn(torch.randn(3, 5, device='cuda'), torch.randn(4, 5, device='cuda'))
     with pytest.raises((ValueError, TypeError)): fn(torch.randn(3, 5, device='cuda').double(), torch.randn(5, 5, device='cuda'))
+
+
+@gpu
+@pytest.mark.parametrize('tile', ['step 5', '128 x 256'])
+def test_every_shape_main_loop_touches_no_local_memory(tile):
+    "Register spills, if any, stay outside the multiply-adds: both instantiations of step 5's tiles and the 4096³ winner's."
+    from course.cuda_toolkit import cuda_tool
+    from course.disassembly import cuda_disassembly
+    if not cuda_tool('cuobjdump'): pytest.skip("needs cuobjdump")
+    params = nb10.WARP_TILE if tile == 'step 5' else dict(BM=128, BN=256, BK=16, WM=64, WN=64, WMITER=1, TM=8, TN=4)
+    kind, sass = cuda_disassembly(nb10.every_shape(**params).source)
+    assert kind == 'SASS'
+    kernels = [part for part in sass.split('Function : ')[1:] if 'every_shape' in part.split('\n', 1)[0]]
+    assert len(kernels) == 2                                   # ALIGNED true and false
+    for kernel in kernels:
+        lines = kernel.splitlines()
+        ffma = [i for i, line in enumerate(lines) if 'FFMA' in line]
+        assert len(ffma) >= 1024, lines[0]                     # the unrolled multiply-adds are there
+        assert not [line for line in lines[ffma[0]:ffma[-1]] if re.search(r'\b(LDL|STL)', line)], lines[0]
 
 
 @gpu
