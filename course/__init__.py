@@ -19,7 +19,7 @@ own helpers, and imports of what the notebooks use from here.
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
-| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass |
+| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass; `Padded`: a candidate run on zero-padded copies whose rows start on 16 bytes |
 | `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
 | `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
 | `memcheck` | running a script under compute-sanitizer's tools (memcheck, racecheck, synccheck) and reading their findings; `sanitize`: one line per tool |
@@ -27,7 +27,7 @@ own helpers, and imports of what the notebooks use from here.
 | `reduced_precision` | how wrong a tensor-core matmul may be: the error against float64 and the bound bf16 or TF32 allows, random inputs in a precision, the check of a kernel on shapes, and cuBLAS in each precision |
 | `mbarrier_pipeline` | a model of Hopper's mbarrier (arrivals, transaction bytes, phase parity) and of a TMA producer/consumer pipeline on it, which finds hangs and races, and its timeline drawing |
 | `tuning_cache` | autotuning winners kept on disk, keyed by GPU, code version, shape and dtype, so that a later session pays nothing for a shape tuned before; `remembered` for other per-machine results (a model's calibration) |
-| `model_tuning` | an autotuner that answers in seconds: a model of the kernel (waves x (overhead + steps x step), per-variant rates calibrated once per machine, aligned rows and not) ranks every variant and split of K, and only the top few are timed |
+| `model_tuning` | an autotuner that answers in seconds: a model of the kernel (waves x (overhead + steps x step), per-variant rates calibrated once per machine, aligned rows and not) ranks every variant, split of K and padding, and only its shortlist is timed (the 8 best and the best of each tile shape), the 3 fastest again, longer |
 | `waves` | how a matmul's tiles fill the GPU: tiles, waves, tile quantization and split-K, modelled on a CPU with a time model and a drawing of the waves |
 | `gluon_matmul` | a bf16 matmul in Gluon (Triton's lower-level language): TMA, mbarriers, wgmma and a TMA store from Python |
 | `hopper_dispatch` | `dispatch_bf16`: the input check, the GPU check and the TMA-or-fallback choice of the Hopper matmul wrappers |
