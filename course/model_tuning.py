@@ -18,6 +18,7 @@ import json, math
 from typing import NamedTuple
 
 from .autotune import Trial, random_input_pairs, tqdm
+from .template_variants import padded_widths
 from .timing import cuda_time_ms
 from .waves import H100_HBM_TBPS, partial_sums_bytes, plan
 
@@ -77,7 +78,7 @@ PADDING_KERNELS_MS = 3 * 0.003     # Padded's three copies are three more kernel
 def padding_bytes(h, k, w):
     """The bytes `Padded`'s copies move besides the kernel's own: A and B read, and written padded; C's padded result
     read, and written cut back."""
-    k4, w4 = -(-k // 4) * 4, -(-w // 4) * 4
+    k4, w4 = padded_widths(k, w)
     return 4 * (h * k + h * k4 + k * w + k4 * w4 + h * w4 + h * w)
 
 
@@ -91,7 +92,7 @@ def ranked(candidates, calibration, h, k, w, sms, most_workspace=2**30, tbps=H10
     for c in candidates:
         splits, padded = c.params.get('splits', 1), c.params.get('padded', False)
         if padded and rows_aligned(k, w): continue                       # nothing to pad: the same as unpadded
-        kk, ww = (-(-k // 4) * 4, -(-w // 4) * 4) if padded else (k, w)
+        kk, ww = padded_widths(k, w) if padded else (k, w)
         rates = calibration.get(variant_key(c.params, rows_aligned(kk, ww)))
         if rates is None or splits > math.ceil(kk / c.params['BK']): continue
         if splits > 1 and splits * h * ww * 4 > most_workspace: continue

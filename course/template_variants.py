@@ -174,7 +174,9 @@ class SplitK:
     def __repr__(self): return f"{self.variant!r} x {self.splits} split(s) of K"
 
 
-def round_up_to_4(n): return (n + 3) // 4 * 4
+def padded_widths(k, w):
+    "K and w rounded up to multiples of 4 floats: the row lengths of `Padded`'s copies of A (k) and of B and C (w)."
+    return (k + 3) // 4 * 4, (w + 3) // 4 * 4
 
 
 class Padded:
@@ -193,7 +195,7 @@ class Padded:
     def __call__(self, m, n):
         import torch.nn.functional as F
         h, k, w = check_matmul_inputs(m, n)
-        k4, w4 = round_up_to_4(k), round_up_to_4(w)
+        k4, w4 = padded_widths(k, w)
         if (k4, w4) == (k, w): return self.candidate(m, n)
         c = self.candidate(F.pad(m, (0, k4 - k)), F.pad(n, (0, w4 - w, 0, k4 - k)))     # zeros: they add nothing
         return c[:, :w].contiguous()

@@ -149,15 +149,14 @@ def test_padded_copies_match_float64_and_keep_aligned_shapes_as_they_are():
 def test_every_shape_main_loop_touches_no_local_memory(tile):
     "Register spills, if any, stay outside the multiply-adds: both instantiations of step 5's tiles and the 4096³ winner's."
     from course.cuda_toolkit import cuda_tool
-    from course.disassembly import cuda_disassembly
+    from course.disassembly import cuda_disassembly, kernel_listing
     if not cuda_tool('cuobjdump'): pytest.skip("needs cuobjdump")
     params = nb10.WARP_TILE if tile == 'step 5' else dict(BM=128, BN=256, BK=16, WM=64, WN=64, WMITER=1, TM=8, TN=4)
-    kind, sass = cuda_disassembly(nb10.every_shape(**params).source)
-    assert kind == 'SASS'
-    kernels = [part for part in sass.split('Function : ')[1:] if 'every_shape' in part.split('\n', 1)[0]]
-    assert len(kernels) == 2                                   # ALIGNED true and false
-    for kernel in kernels:
-        lines = kernel.splitlines()
+    disassembly = cuda_disassembly(nb10.every_shape(**params).source)
+    assert disassembly[0] == 'SASS'
+    for aligned in ('Lb1EE', 'Lb0EE'):                         # the mangled ALIGNED = true and false
+        lines = kernel_listing(disassembly, aligned).splitlines()
+        assert lines and 'every_shape' in lines[0], aligned
         ffma = [i for i, line in enumerate(lines) if 'FFMA' in line]
         assert len(ffma) >= 1024, lines[0]                     # the unrolled multiply-adds are there
         assert not [line for line in lines[ffma[0]:ffma[-1]] if re.search(r'\b(LDL|STL)', line)], lines[0]
