@@ -16,7 +16,10 @@ A **pipeline** of STAGES shared-memory buffers uses two barriers per stage:
 
 The producer, for tile t in stage s = t % STAGES, round n = t // STAGES, waits on `empty[s]` with parity
 (n & 1) ^ 1, arrives on `full[s]` expecting the tile's bytes and issues the copy. Each consumer waits on `full[s]`
-with parity n & 1, multiplies, and arrives on `empty[s]`. `simulate` runs that protocol in time; a protocol that
+with parity n & 1, multiplies, and arrives on `empty[s]`. A tile of C takes `k_tiles` of those tiles of K; at its
+end each consumer stores its results (`epilogue` units), during which it multiplies nothing, or, with `overlap`,
+keeps them and stores them while the next tile's first stages multiply, paying only `pack` units (converting its
+results to the form they are stored in). `simulate` runs that protocol in time; a protocol that
 cannot finish (wrong parity, wrong byte count, a missing arrival) raises `PipelineStuck` with what each party
 waits for, as the GPU would hang. Times are abstract units.
 """
@@ -100,15 +103,21 @@ def consumer_parity(round_):
 
 
 def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, latency=6.0, copy=1.0, math=4.0,
-             issue=0.5, producer_wait=producer_parity, consumer_wait=consumer_parity):
+             issue=0.5, producer_wait=producer_parity, consumer_wait=consumer_parity, k_tiles=None, epilogue=0.0,
+             overlap=False, pack=0.5):
     """Run the pipeline over `tiles` tiles of K: a producer that issues one TMA copy per tile (`issue` units of its
     time; the bytes land `latency` + `copy` later), `consumers` that each spend `math` units on a tile. The producer
     declares `expect_bytes` per tile (default: `tile_bytes`, what the copy brings). `producer_wait(n)` and
     `consumer_wait(n)` give the parities they wait for in round n (defaults: the right ones). Returns the Run;
     raises PipelineStuck where the protocol cannot finish, and PipelineRace where a wait let a party through too
-    early (on a GPU: a wrong answer, not a hang)."""
+    early (on a GPU: a wrong answer, not a hang). Tiles of C: every `k_tiles` tiles of K (default: all of them, one
+    tile of C), each ended by its `epilogue`: a 'store' event that holds the consumer, or with `overlap` a 'pack' that
+    holds it and a 'hidden store' that does not (except after the last tile of C, which has nothing to hide under)."""
     if stages < 1 or tiles < 1 or consumers < 1:
         raise ValueError(f"stages, tiles and consumers must be at least 1, got {stages}, {tiles}, {consumers}")
+    k_tiles = tiles if k_tiles is None else k_tiles
+    if k_tiles < 1 or tiles % k_tiles:
+        raise ValueError(f"k_tiles must divide tiles ({tiles}) into whole tiles of C, got {k_tiles}")
     expect_bytes = tile_bytes if expect_bytes is None else expect_bytes
     full = [MBarrier(1, f'full[{s}]') for s in range(stages)]
     empty = [MBarrier(consumers, f'empty[{s}]') for s in range(stages)]
@@ -146,7 +155,17 @@ def simulate(tiles, stages=3, consumers=2, tile_bytes=32768, expect_bytes=None, 
                 raise PipelineRace(f"{who} read stage {s} for tile {t} before its bytes landed: its wait on {full[s].name} "
                                    f"for parity {consumer_wait(t // stages)} let it through too early")
             events.append(Event(who, 'math', t, now, now + math))
-            parties[who] = [t + 1, now + math, None]
+            free = now + math
+            if (t + 1) % k_tiles == 0 and epilogue > 0:                 # the last stage of a tile of C: its results
+                c_tile, last = t // k_tiles, t + 1 == tiles
+                if overlap and not last:
+                    events.append(Event(who, 'pack', c_tile, free, free + pack))
+                    events.append(Event(who, 'hidden store', c_tile, free + pack, free + pack + epilogue))
+                    free += pack
+                else:
+                    events.append(Event(who, 'store', c_tile, free, free + epilogue))
+                    free += epilogue
+            parties[who] = [t + 1, free, None]
             pending_arrivals.append((now + math, t))
         return True
 
@@ -186,12 +205,17 @@ def stuck_sentence(parties, waits_on, tiles):
 EVENT_STYLE = {'issue': dict(color='#1f77b4', label='producer: issue a TMA copy'),
                'copy': dict(color='#ff7f0e', label='TMA: bytes land in shared memory'),
                'math': dict(color='#2ca02c', label='consumer: wgmma on the stage'),
-               'wait': dict(color='#d3d3d3', label='waiting on an mbarrier')}
+               'wait': dict(color='#d3d3d3', label='waiting on an mbarrier'),
+               'store': dict(color='#9467bd', label="consumer: store a tile of C's results"),
+               'pack': dict(color='#e377c2', label='consumer: pack results to bf16 (step 7)'),
+               'hidden store': dict(color='#9467bd', label="consumer: store them under the next tile's wgmmas")}
+THIN = {'hidden store'}       # drawn as a thin bar under the consumer's row: the consumer is not held by it
 
 
 def draw_pipeline(run, title=None):
     """The Run as a timeline: a row per party (producer, the copies, each consumer), bars per event labelled with
-    their tile; each bar carries the gid 'who:what:tile' so that what is drawn can be read back."""
+    their tile (of K; a store's, of C); each bar carries the gid 'who:what:tile' so that what is drawn can be read
+    back. A hidden store is a thin bar under its consumer's row."""
     import matplotlib.pyplot as plt
     rows = ['producer', 'copy'] + sorted({e.who for e in run.events if e.who.startswith('consumer')})
     fig, ax = plt.subplots(figsize=(11, 0.7 * len(rows) + 1.4))
@@ -200,17 +224,19 @@ def draw_pipeline(run, title=None):
         y = len(rows) - 1 - rows.index(e.who)
         style = dict(EVENT_STYLE[e.what])
         label = style.pop('label')
-        bar = ax.barh(y, e.end - e.start, left=e.start, height=0.6, edgecolor='w', linewidth=0.8,
+        thin = e.what in THIN
+        bar = ax.barh(y - 0.38 if thin else y, e.end - e.start, left=e.start, height=0.14 if thin else 0.6,
+                      edgecolor='w', linewidth=0 if thin else 0.8,
                       label=None if e.what in seen else label, **style)
         seen.add(e.what)
         bar.patches[0].set_gid(f'{e.who}:{e.what}:{e.tile}')
-        if e.what != 'wait' and e.end - e.start >= 0.8:
+        if e.what not in ('wait', *THIN) and e.end - e.start >= 0.8:
             ax.text((e.start + e.end) / 2, y, str(e.tile), ha='center', va='center', fontsize=8,
-                    color='w' if e.what == 'math' else 'k')
+                    color='w' if e.what in ('math', 'store') else 'k')
     names = {'copy': 'TMA (bytes landing)'}
     ax.set_yticks(range(len(rows)), [names.get(r, r) for r in reversed(rows)])
     ax.set_xlim(0, run.total * 1.02)
-    ax.set_xlabel("time (abstract units); the number on a bar is its tile of K")
+    ax.set_xlabel("time (abstract units); the number on a bar is its tile of K (on a store, its tile of C)")
     ax.set_title(title or f"{run.total:.1f} units")
     ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()

@@ -151,7 +151,7 @@ def test_profile_hopper_reads_each_step_in_a_fresh_process(monkeypatch):
 
 def test_hopper_target_lines_say_the_target_then_triton():
     from types import SimpleNamespace as Spread
-    best = nb.HOPPER_STEPS['store']
+    best = nb.HOPPER_STEPS[nb.BEST_STEP]
     times = {best: Spread(median=0.181), 'cuBLAS bf16': Spread(median=0.176), 'Triton bf16, autotuned': Spread(median=0.251)}
     assert nb.hopper_target_lines({(4096, 4096, 4096): times}) == [
         "4096³: 0.97x cuBLAS bf16's speed; target at least 1.00x: missed by 3% (it would need 0.176 ms, not 0.181); "

@@ -73,3 +73,34 @@ def test_the_drawing_has_a_bar_per_event():
     assert {f'{e.who}:{e.what}:{e.tile}' for e in run.events} == gids
     assert 'copy:copy:4' in gids and 'consumer 1:math:0' in gids
     plt.close(fig)
+
+
+def test_a_stored_epilogue_holds_the_consumers_and_an_overlapped_one_does_not():
+    plain = simulate(12, stages=4, k_tiles=4, latency=6, math=4)
+    stored = simulate(12, stages=4, k_tiles=4, latency=6, math=4, epilogue=6)
+    hidden = simulate(12, stages=4, k_tiles=4, latency=6, math=4, epilogue=6, overlap=True, pack=0.5)
+    assert stored.total == pytest.approx(plain.total + 3 * 6)            # three tiles of C, each stored in turn
+    assert hidden.total == pytest.approx(plain.total + 2 * 0.5 + 6)      # two packs, and the last tile's store
+    for run, held in ((stored, 'store'), (hidden, 'pack')):
+        for c in ('consumer 0', 'consumer 1'):
+            mine = sorted((e for e in run.events if e.who == c and e.what in ('math', held)), key=lambda e: e.start)
+            ends = [e for e in mine if e.what == held]
+            assert len(ends) == (3 if held == 'store' else 2)
+            for e in ends:                                                # the next stage starts only when it ends
+                after = [m for m in mine if m.what == 'math' and m.start >= e.start]
+                assert not after or after[0].start >= e.end
+    stores = [e for e in hidden.events if e.what == 'hidden store' and e.who == 'consumer 0']
+    maths = [e for e in hidden.events if e.what == 'math' and e.who == 'consumer 0']
+    assert [s.tile for s in stores] == [0, 1]
+    for s in stores:                                                      # it runs while the next tile multiplies
+        assert any(m.start < s.end and s.start < m.end and m.tile // 4 == s.tile + 1 for m in maths)
+    with pytest.raises(ValueError, match='k_tiles'): simulate(10, k_tiles=4, epilogue=1)
+
+
+def test_the_drawing_shows_hidden_stores_as_thin_bars():
+    import matplotlib.pyplot as plt
+    fig = draw_pipeline(simulate(8, stages=4, k_tiles=4, epilogue=5, overlap=True))
+    bars = {p.get_gid(): p for ax in fig.axes for p in ax.patches}
+    assert bars['consumer 0:hidden store:0'].get_height() < bars['consumer 0:math:0'].get_height() / 2
+    assert 'consumer 1:store:1' in bars and 'consumer 1:pack:0' in bars
+    plt.close(fig)
