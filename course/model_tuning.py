@@ -10,8 +10,9 @@ plus, with split-K, the partial sums' traffic; and no run is faster than moving 
 `overhead` and `step` are each variant's own: `calibrate` measures them once per machine, from two shapes that differ
 only in K (two times, two unknowns), once with rows that start on 16 bytes and once with rows that do not (the
 kernel then reads float by float). A new shape then costs the model's arithmetic for every variant and split, and
-the timing of the few it ranks best (and of the best-ranked of each tile shape, should the model misprice one), then
-a longer timing of the fastest three: `model_tuner(calibration, sms)` is a `tune` function for
+the timing of the few it ranks best (at least 8, more where they are quick to time: as many as its estimate of their
+timings fits in half a second; and the best-ranked of each tile shape, should the model misprice one), then a
+longer timing of the fastest three: `model_tuner(calibration, sms)` is a `tune` function for
 `course.tuning_cache.tuned`.
 """
 import json, math
@@ -116,6 +117,11 @@ def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=T
 _INPUTS = {}
 
 
+def calls_back_to_back(h, k, w):
+    "How many calls `short_time_ms` queues back to back on h x k @ k x w: about 40 GFLOP of work, 10 calls at most."
+    return max(1, min(10, math.ceil(4e10 / max(2 * h * k * w, 1))))
+
+
 def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
     """A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for
     reuse). Enough calls go back to back for about 40 GFLOP of work (10 at most), so that on a small shape the CPU's
@@ -126,8 +132,7 @@ def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
         _INPUTS.clear()                                # keep one shape's inputs at a time
         _INPUTS[key] = random_input_pairs(h, k, w, dtype, input_sets)
     sets = _INPUTS[key]
-    back_to_back = max(1, min(10, math.ceil(4e10 / max(2 * h * k * w, 1))))
-    return cuda_time_ms(fn, arg_sets=sets, back_to_back=back_to_back, reps=reps, warmup=1, max_seconds=0.05 * reps / 3)
+    return cuda_time_ms(fn, arg_sets=sets, back_to_back=calls_back_to_back(h, k, w), reps=reps, warmup=1, max_seconds=0.05 * reps / 3)
 
 
 def shortlist(order, top):
@@ -144,16 +149,33 @@ def shortlist(order, top):
     return picked
 
 
-def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None):
+TIMING_BUDGET_S = 0.5     # what the shortlist's short timings may cost on a new shape, by the model's estimate
+TIMING_OVERHEAD_MS = 1.0  # what a short timing costs besides the calls it times (inputs, synchronising), roughly
+
+
+def affordable(order, h, k, w, budget_s=TIMING_BUDGET_S, reps=3):
+    """How many of the model's best candidates (`order`, fastest first) `short_time_ms` can time on h x k @ k x w
+    within `budget_s`, estimating each timing from the candidate's modeled time: on a product of a few hundredths of
+    a millisecond, a hundred or so; on a large one, a handful."""
+    per_call, spent, n = calls_back_to_back(h, k, w) * (reps + 1), 0.0, 0    # the reps and one warm-up round
+    for ms, _ in order:
+        spent += (per_call * ms + TIMING_OVERHEAD_MS) / 1e3
+        if spent > budget_s: break
+        n += 1
+    return n
+
+
+def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None, budget_s=TIMING_BUDGET_S):
     """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
-    the candidates of the model's `shortlist`, then times the `finalists` fastest of them again, longer (their times
-    are often within the noise of a short timing), and returns the trials, the finalists first, fastest first."""
+    the candidates of the model's `shortlist` of its `top` best, or of as many as `affordable` within `budget_s` where
+    that is more, then times the `finalists` fastest of them again, longer (their times are often within the noise
+    of a short timing), and returns the trials, the finalists first, fastest first."""
     def tune(candidates, h, k, w, progress=True, dtype='float32'):
         order = ranked(candidates, calibration, h, k, w, sms)
         if not order: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
         final_timer = final_time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype, reps=15))
-        picked = shortlist(order, top)
+        picked = shortlist(order, max(top, affordable(order, h, k, w, budget_s)))
         trials = sorted((Trial(c, timer(c, h, k, w)) for c in tqdm(
             picked, desc=f"timing the model's {len(picked)} best", unit='variant', disable=not progress)), key=lambda t: t.ms)
         final = sorted((Trial(t.variant, final_timer(t.variant, h, k, w)) for t in trials[:finalists]), key=lambda t: t.ms)

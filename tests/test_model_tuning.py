@@ -113,7 +113,7 @@ def test_the_tuner_times_the_shortlist_then_the_finalists_longer():
     def pretend_long(c, h, k, w):
         final.append(c)
         return pretend(c, h, k, w)
-    tune = model_tuner(calibration(), SMS, top=3, finalists=2, time_ms=pretend, final_time_ms=pretend_long)
+    tune = model_tuner(calibration(), SMS, top=3, finalists=2, time_ms=pretend, final_time_ms=pretend_long, budget_s=0)
     trials = tune(candidates(), 256, 8192, 8192, progress=False)
     shape = (256, 8192, 8192)
     picked = shortlist(ranked(candidates(), calibration(), *shape, SMS), 3)
@@ -139,9 +139,26 @@ def test_the_finalists_longer_timing_decides():
     long = {(64, 128): 1.3, (128, 128): 1.2}              # the longer one, 128 x 128: it decides
     def tile(c): return c.params['BM'], c.params['BN']
     tune = model_tuner(calibration(), SMS, top=6, finalists=2, time_ms=lambda c, *s: short.get(tile(c), 9) + c.params['splits'],
-                       final_time_ms=lambda c, *s: long.get(tile(c), 9) + c.params['splits'])
+                       final_time_ms=lambda c, *s: long.get(tile(c), 9) + c.params['splits'], budget_s=0)
     best = tune([variant(64, 128), variant(128, 128), variant(128, 256)], 4096, 4096, 4096, progress=False)[0]
     assert best.variant.params['BM'] == 128 and best.variant.params['BN'] == 128 and best.ms == pytest.approx(2.2)
+
+
+def test_quick_candidates_get_more_timings_within_the_budget():
+    from course.model_tuning import affordable
+    order = [(0.08, None)] * 500                          # a small product: 0.08 ms each
+    n_small = affordable(order, 777, 1234, 999, budget_s=0.5)
+    assert n_small == int(0.5e3 // (10 * 4 * 0.08 + 1.0))    # 10 calls back to back, 3 reps and a warm-up, + 1 ms
+    assert affordable([(3.0, None)] * 500, 4096, 4096, 4096, budget_s=0.5) == int(0.5e3 // (4 * 3.0 + 1.0))
+    assert affordable(order, 777, 1234, 999, budget_s=0) == 0
+    timed = []
+    tune = model_tuner(calibration(), SMS, top=2, finalists=1, time_ms=lambda c, *s: timed.append(c) or 1.0,
+                       final_time_ms=lambda c, *s: 1.0, budget_s=0.5)
+    shape = (768, 1232, 1024)
+    order = ranked(candidates(), calibration(), *shape, SMS)
+    tune(candidates(), *shape, progress=False)
+    wanted = shortlist(order, max(2, affordable(order, *shape, budget_s=0.5)))
+    assert timed[:len(wanted)] == wanted and len(wanted) > 2     # more than `top`: these are quick to time
 
 
 def test_short_timings_queue_small_products_back_to_back(monkeypatch):
