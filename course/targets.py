@@ -10,15 +10,22 @@ KINDS = ('speed', 'time')
 def against_target(ours_ms, theirs_ms, reference_name, kind, goal):
     """One sentence: our median time `ours_ms` against the reference's `theirs_ms` (both in ms), named
     `reference_name`, for a target of `kind` 'speed' (at least `goal` times its speed) or 'time' (at most `goal`
-    times its time)."""
-    if kind == 'speed':
-        ratio = theirs_ms / ours_ms
-        return f"{ratio:.2f}x {reference_name}'s speed; target at least {goal:.2f}x: " + (
-            "met" if ratio >= goal else
-            f"missed by {(goal - ratio) / goal:.0%} (it would need {theirs_ms / goal:.3f} ms, not {ours_ms:.3f})")
-    if kind == 'time':
-        ratio = ours_ms / theirs_ms
-        return f"{ratio:.2f}x {reference_name}'s time; target at most {goal:.2f}x: " + (
-            "met" if ratio <= goal else
-            f"missed by {(ratio - goal) / goal:.0%} (it would need {theirs_ms * goal:.3f} ms, not {ours_ms:.3f})")
-    raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    times its time). A near miss gets the digits that show it: never '1.00x ... target at least 1.00x: missed'."""
+    if kind not in KINDS: raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    ratio = theirs_ms / ours_ms if kind == 'speed' else ours_ms / theirs_ms
+    met = ratio >= goal if kind == 'speed' else ratio <= goal
+    need = theirs_ms / goal if kind == 'speed' else theirs_ms * goal
+    head = (f"{ratio:.{_apart(ratio, goal) if not met else 2}f}x {reference_name}'s {kind}; "
+            f"target {'at least' if kind == 'speed' else 'at most'} {goal:.2f}x: ")
+    if met: return head + "met"
+    miss = abs(ratio - goal) / goal
+    digits = _apart(need, ours_ms, start=3)
+    return head + (f"missed by {miss:.{0 if miss >= 0.01 else 1 if miss >= 0.001 else 2}%} "
+                   f"(it would need {need:.{digits}f} ms, not {ours_ms:.{digits}f})")
+
+
+def _apart(a, b, start=2):
+    "The decimals (from `start`, at most start + 2) at which a and b no longer print the same."
+    for d in range(start, start + 3):
+        if f"{a:.{d}f}" != f"{b:.{d}f}": return d
+    return start + 2

@@ -24,5 +24,16 @@ def test_a_time_target_met_and_missed():
         "1.60x cuBLAS tf32's time; target at most 1.25x: missed by 28% (it would need 0.079 ms, not 0.101)"
 
 
+def test_a_near_miss_gets_the_digits_that_show_it():
+    # the H100 bench's 4096³ line: 0.177 against 0.177 at three decimals, and yet a miss
+    line = against_target(0.17700, 0.17672, 'cuBLAS bf16', 'speed', 1.0)
+    assert line == "0.998x cuBLAS bf16's speed; target at least 1.00x: missed by 0.2% (it would need 0.1767 ms, not 0.1770)"
+    assert against_target(0.10011, 0.1, 'cuBLAS', 'time', 1.0) == \
+        "1.001x cuBLAS's time; target at most 1.00x: missed by 0.1% (it would need 0.1000 ms, not 0.1001)"
+    for ours in (0.1001, 0.10001):                              # a near miss never reads as its own goal
+        line = against_target(ours, 0.1, 'cuBLAS', 'speed', 1.0)
+        assert 'missed' in line and not line.startswith('1.00') and 'missed by 0% ' not in line and 'by 0.0%' not in line
+
+
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"): against_target(1.0, 1.0, 'cuBLAS', 'throughput', 1.0)
