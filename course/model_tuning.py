@@ -122,6 +122,9 @@ def calls_back_to_back(h, k, w):
     return max(1, min(10, math.ceil(4e10 / max(2 * h * k * w, 1))))
 
 
+SHORT_TIMING_WARMUP = 1   # rounds of calls `short_time_ms` runs before it times (`affordable` counts them too)
+
+
 def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
     """A short timing of fn on h x k @ k x w: calls back to back, rotating `input_sets` random input pairs (kept for
     reuse). Enough calls go back to back for about 40 GFLOP of work (10 at most), so that on a small shape the CPU's
@@ -132,7 +135,8 @@ def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
         _INPUTS.clear()                                # keep one shape's inputs at a time
         _INPUTS[key] = random_input_pairs(h, k, w, dtype, input_sets)
     sets = _INPUTS[key]
-    return cuda_time_ms(fn, arg_sets=sets, back_to_back=calls_back_to_back(h, k, w), reps=reps, warmup=1, max_seconds=0.05 * reps / 3)
+    return cuda_time_ms(fn, arg_sets=sets, back_to_back=calls_back_to_back(h, k, w), reps=reps, warmup=SHORT_TIMING_WARMUP,
+                        max_seconds=0.05 * reps / 3)
 
 
 def shortlist(order, top):
@@ -157,7 +161,7 @@ def affordable(order, h, k, w, budget_s=TIMING_BUDGET_S, reps=3):
     """How many of the model's best candidates (`order`, fastest first) `short_time_ms` can time on h x k @ k x w
     within `budget_s`, estimating each timing from the candidate's modeled time: on a product of a few hundredths of
     a millisecond, a hundred or so; on a large one, a handful."""
-    per_call, spent, n = calls_back_to_back(h, k, w) * (reps + 1), 0.0, 0    # the reps and one warm-up round
+    per_call, spent, n = calls_back_to_back(h, k, w) * (reps + SHORT_TIMING_WARMUP), 0.0, 0   # timed and warm-up rounds
     for ms, _ in order:
         spent += (per_call * ms + TIMING_OVERHEAD_MS) / 1e3
         if spent > budget_s: break
