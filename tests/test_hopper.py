@@ -7,6 +7,7 @@ copy go to the fallback), rejects bad input, and uses no local memory."""
 import pytest
 import torch
 
+from course import stream_k
 from course.correctness import bad_matmul_inputs
 from course.cuda_library import CudaError
 from course.cuda_toolkit import CudaUnavailableError, hopper_available
@@ -81,6 +82,26 @@ def test_every_step_compiles_for_sm_90a():
 @pytest.mark.parametrize('step', list(nb.HOPPER_STEPS))
 def test_every_step_is_right_on_awkward_shapes(step, capsys):
     assert check_reduced_precision(nb.HopperMatmul(step), 'bf16', nb.HOPPER_SHAPES), capsys.readouterr().out
+
+
+@hopper
+@pytest.mark.parametrize('h, k, w', [(4096, 4096, 4096), (8192, 8192, 8192), (256, 8192, 4096), (2100, 1000, 2100),
+                                     (300, 1000, 264), (5120, 256, 5120), (129, 4096, 200)])
+def test_the_launcher_plans_stream_k_as_the_model_does(h, k, w):
+    clusters, whole_units, sharing = nb.HopperMatmul('streamk').launch_plan(h, k, w)
+    units = -(-h // 256) * -(-w // 256)                   # pairs of 128 x 256 tiles
+    model = stream_k.plan(units, clusters, -(-k // 64))
+    assert (whole_units, sharing) == (model.whole_units, model.sk_clusters)
+    if (h, k, w) == (4096, 4096, 4096): assert sharing > 0
+    assert nb.HopperMatmul('overlap').launch_plan(h, k, w)[1:] == (units, 0)   # step 7: every unit whole
+
+
+@hopper
+def test_stream_k_adds_the_partial_sums_in_a_fixed_order():
+    kernel = nb.HopperMatmul('streamk')
+    m, n = random_inputs(256, 8192, 4096, 'bf16')      # 16 units of 128 stages of K, shared by every cluster
+    first = kernel(m, n)
+    assert all(torch.equal(first, kernel(m, n)) for _ in range(10))   # no race: the same sums in the same order
 
 
 @hopper

@@ -1,0 +1,86 @@
+"""The stream-K model (course.stream_k) on a CPU: every stage of every unit done exactly once, each cluster
+contributing at most once, finishers after their contributors, and the rule that says when stream-K pays."""
+import itertools
+
+import pytest
+
+from course.stream_k import (MIN_STRETCH, READ_STAGES, WRITE_STAGES, contributors, draw_schedule, pieces, plan,
+                             stages_per_cluster, stretch_start)
+
+CASES = [(256, 66, 64), (1024, 66, 128), (16, 66, 128), (1, 66, 64), (81, 66, 16), (4, 66, 16), (8, 66, 11),
+         (197, 66, 64), (66, 66, 64), (3, 5, 200), (7, 3, 9)]
+
+
+@pytest.mark.parametrize('units, clusters, k_tiles', CASES)
+def test_every_stage_of_every_unit_is_done_exactly_once(units, clusters, k_tiles):
+    done = [(p.unit, k) for row in pieces(units, clusters, k_tiles) for p in row for k in range(p.k_begin, p.k_end)]
+    assert sorted(done) == list(itertools.product(range(units), range(k_tiles)))
+
+
+@pytest.mark.parametrize('units, clusters, k_tiles', CASES)
+def test_a_cluster_contributes_at_most_once_and_only_with_its_stretchs_first_piece(units, clusters, k_tiles):
+    whole_units = plan(units, clusters, k_tiles).whole_units
+    for row in pieces(units, clusters, k_tiles):
+        roles = [p.role for p in row if p.unit >= whole_units]     # the stretch: after the whole units
+        assert roles.count('contributor') <= 1 and ('contributor' not in roles or roles.index('contributor') == 0)
+        assert 'finisher' not in roles[:-1]                  # a finisher's piece ends its stretch
+
+
+@pytest.mark.parametrize('units, clusters, k_tiles', CASES)
+def test_each_shared_unit_has_one_finisher_whose_contributors_hold_the_rest(units, clusters, k_tiles):
+    p, work = plan(units, clusters, k_tiles), pieces(units, clusters, k_tiles)
+    for c, row in enumerate(work):
+        for piece in row:
+            if piece.role != 'finisher': continue
+            helpers = contributors(p, c, piece.unit, k_tiles)
+            assert helpers and all(h > c for h in helpers)   # later clusters: none waits for a cluster that waits
+            parts = [piece] + [next(q for q in work[h] if q.unit >= p.whole_units) for h in helpers]
+            assert all(q.unit == piece.unit for q in parts)
+            assert sum(q.k_end - q.k_begin for q in parts) == k_tiles
+
+
+def test_the_lectures_big_squares_use_stream_k_and_finish_sooner():
+    for units, k_tiles in ((256, 64), (1024, 128)):                 # 4096³ and 8192³ in units of two 128 x 256 tiles
+        p = plan(units, 66, k_tiles)
+        assert p.sk_clusters == 66 and p.whole_units == units - units % 66
+        assert max(stages_per_cluster(units, 66, k_tiles)) < -(-units // 66) * k_tiles
+
+
+def test_stream_k_is_left_out_where_it_cannot_pay():
+    assert plan(198, 66, 64).sk_clusters == 0                       # the last round is full
+    assert plan(197, 66, 64).sk_clusters == 0                       # 65 of 66: a stretch + the hand-over >= a unit
+    assert plan(8, 66, 11).sk_clusters == 0                         # too few stages to share
+    assert plan(4, 66, 3).sk_clusters == 0
+
+
+def test_stretches_are_even_and_never_shorter_than_the_minimum():
+    p = plan(16, 66, 128)
+    lengths = [stretch_start(p, c + 1) - stretch_start(p, c) for c in range(p.sk_clusters)]
+    assert min(lengths) >= MIN_STRETCH and max(lengths) - min(lengths) <= 1
+    assert plan(1, 66, 64).sk_clusters == 64 // MIN_STRETCH
+
+
+def test_the_model_charges_the_hand_over():
+    busy = stages_per_cluster(256, 66, 64)
+    work = pieces(256, 66, 64)
+    p = plan(256, 66, 64)
+    for c in (0, 30, 65):
+        multiplied = sum(q.k_end - q.k_begin for q in work[c])
+        handed = sum(WRITE_STAGES if q.role == 'contributor' else
+                     READ_STAGES * len(contributors(p, c, q.unit, 64)) if q.role == 'finisher' else 0 for q in work[c])
+        assert busy[c] == multiplied + handed and handed > 0 or c == 0
+
+
+@pytest.mark.parametrize('bad', [dict(units=0, clusters=66, k_tiles=4), dict(units=4, clusters=0, k_tiles=4),
+                                 dict(units=4, clusters=66, k_tiles=2.5)])
+def test_bad_sizes_are_refused(bad):
+    with pytest.raises(ValueError, match='positive int'): plan(**bad)
+
+
+def test_draw_schedule_draws_every_piece():
+    import matplotlib
+    matplotlib.use('Agg')
+    fig = draw_schedule(20, 6, 16)
+    bars = fig.axes[0].patches
+    assert len(bars) >= sum(len(row) for row in pieces(20, 6, 16))
+    assert 'stream-K' in fig.axes[0].get_title()
