@@ -16,18 +16,24 @@ inside a unit, which is then shared by several clusters:
 A contributor's piece is the first of its stretch and a finisher's the last of its own, so by the time a finisher
 waits, its contributors have long written their sums, and no cluster ever waits for one that waits in turn.
 
-Handing partial sums over costs time: a contributor writes 128 KB per block, a finisher reads them back
-(`WRITE_STAGES`, `READ_STAGES`: each about as long as a couple of stages of K). A stretch shorter than a unit starts
-inside one unit and ends inside the next, so its cluster typically pays one of each. Stream-K is used only where a
-stretch plus that cost is shorter than the whole unit the last round would otherwise take, and stretches are kept
-at least `MIN_STRETCH` stages long. `plan` is that rule; the launcher of notebook 12's step 8 applies the same rule
-with the same numbers (formatted into its C++ from here).
+Handing partial sums over costs time: a contributor writes 128 KB per block, a finisher reads them back and adds
+them, and every block of the GPU does so at about the same moment, so they share the L2 cache's bandwidth.
+`HANDOVER_STAGES` is that cost in stages of K: writing and reading one partial result, the model charging half of
+it to the contributor and half to the finisher (per contributor). A stretch shorter than a unit starts inside one
+unit and ends inside the next, so its cluster typically pays both halves. Stream-K is used only where a stretch plus
+the hand-over is shorter than the whole unit the last round would otherwise take, and stretches are kept at least
+`MIN_STRETCH` stages long. `plan` is that rule; the launcher of notebook 12's step 8 applies the same rule with the
+same numbers (formatted into its C++ from here).
+
+The hand-over's cost is a measurement, not a derivation. From the bytes alone (17 MB written and read through an L2
+cache that moves a few TB/s) it would be a few stages; on the H100, notebook 12's step 8 with that estimate (4
+stages) took about 8 µs longer than step 7 on 4096³ instead of saving the idle eighth of its last round, which
+puts the real cost near 20 stages (0.69 µs each there). `HANDOVER_STAGES` is that measured value.
 """
 from typing import NamedTuple
 
 MIN_STRETCH = 8          # stages of K: a shorter stretch would spend more on its partial sums than on multiplying
-WRITE_STAGES = 2         # what writing one partial result costs a contributor, in stages of K (an estimate)
-READ_STAGES = 2          # what reading and adding one costs a finisher
+HANDOVER_STAGES = 20     # writing one partial result, then reading and adding it, in stages of K (measured: see above)
 
 
 class Plan(NamedTuple):
@@ -43,14 +49,14 @@ class Piece(NamedTuple):
     role: str            # 'whole', 'finisher' (adds the others' sums, stores C) or 'contributor' (writes its sums)
 
 
-def plan(units, clusters, k_tiles, min_stretch=MIN_STRETCH, write=WRITE_STAGES, read=READ_STAGES):
+def plan(units, clusters, k_tiles, min_stretch=MIN_STRETCH, handover=HANDOVER_STAGES):
     "The Plan of `units` units of `k_tiles` stages of K each on `clusters` clusters."
     for name, v in (('units', units), ('clusters', clusters), ('k_tiles', k_tiles)):
         if not isinstance(v, int) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
     left = units % clusters
     sk_stages = left * k_tiles
     sk_clusters = min(clusters, sk_stages // min_stretch)
-    if left == 0 or sk_clusters < 2 or -(-sk_stages // sk_clusters) + write + read >= k_tiles:
+    if left == 0 or sk_clusters < 2 or -(-sk_stages // sk_clusters) + handover >= k_tiles:
         return Plan(units, 0, 0)               # a last round of whole units is as fast: no stream-K
     return Plan(units - left, sk_clusters, sk_stages)
 
@@ -86,14 +92,14 @@ def contributors(p, cluster, unit, k_tiles):
 
 
 def stages_per_cluster(units, clusters, k_tiles, **rule):
-    """Each cluster's busy time in stages of K, with WRITE_STAGES for each partial result it writes and READ_STAGES
-    for each it reads: the model's makespan is the largest."""
+    """Each cluster's busy time in stages of K, with half the hand-over for each partial result it writes and half for
+    each it reads: the model's makespan is the largest."""
     return [sum(w + x for w, x in row) for row in timeline(units, clusters, k_tiles, **rule)]
 
 
 def timeline(units, clusters, k_tiles, **rule):
     "[[(stages multiplied, stages handing partial sums over) of each piece] for each cluster]."
-    write, read = rule.get('write', WRITE_STAGES), rule.get('read', READ_STAGES)
+    write = read = rule.get('handover', HANDOVER_STAGES) / 2
     p = plan(units, clusters, k_tiles, **rule)
     return [[(piece.k_end - piece.k_begin,
               write if piece.role == 'contributor' else

@@ -85,14 +85,15 @@ def test_every_step_is_right_on_awkward_shapes(step, capsys):
 
 
 @hopper
+@pytest.mark.parametrize('handover', [None, 4])
 @pytest.mark.parametrize('h, k, w', [(4096, 4096, 4096), (8192, 8192, 8192), (256, 8192, 4096), (2100, 1000, 2100),
                                      (300, 1000, 264), (5120, 256, 5120), (129, 4096, 200)])
-def test_the_launcher_plans_stream_k_as_the_model_does(h, k, w):
-    clusters, whole_units, sharing = nb.HopperMatmul('streamk').launch_plan(h, k, w)
+def test_the_launcher_plans_stream_k_as_the_model_does(h, k, w, handover):
+    clusters, whole_units, sharing = nb.HopperMatmul('streamk', HANDOVER=handover).launch_plan(h, k, w)
     units = -(-h // 256) * -(-w // 256)                   # pairs of 128 x 256 tiles
-    model = stream_k.plan(units, clusters, -(-k // 64))
+    model = stream_k.plan(units, clusters, -(-k // 64), handover=handover or stream_k.HANDOVER_STAGES)
     assert (whole_units, sharing) == (model.whole_units, model.sk_clusters)
-    if (h, k, w) == (4096, 4096, 4096): assert sharing > 0
+    if (h, k, w) == (8192, 8192, 8192) or handover == 4 and h == k == w: assert sharing > 0
     assert nb.HopperMatmul('overlap').launch_plan(h, k, w)[1:] == (units, 0)   # step 7: every unit whole
 
 

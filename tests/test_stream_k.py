@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from course.stream_k import (MIN_STRETCH, READ_STAGES, WRITE_STAGES, contributors, draw_schedule, pieces, plan,
+from course.stream_k import (HANDOVER_STAGES, MIN_STRETCH, contributors, draw_schedule, pieces, plan,
                              stages_per_cluster, stretch_start)
 
 CASES = [(256, 66, 64), (1024, 66, 128), (16, 66, 128), (1, 66, 64), (81, 66, 16), (4, 66, 16), (8, 66, 11),
@@ -39,16 +39,24 @@ def test_each_shared_unit_has_one_finisher_whose_contributors_hold_the_rest(unit
             assert sum(q.k_end - q.k_begin for q in parts) == k_tiles
 
 
-def test_the_lectures_big_squares_use_stream_k_and_finish_sooner():
-    for units, k_tiles in ((256, 64), (1024, 128)):                 # 4096³ and 8192³ in units of two 128 x 256 tiles
-        p = plan(units, 66, k_tiles)
-        assert p.sk_clusters == 66 and p.whole_units == units - units % 66
-        assert max(stages_per_cluster(units, 66, k_tiles)) < -(-units // 66) * k_tiles
+def test_the_hand_over_decides_the_big_squares():
+    # 4096³ and 8192³ in units of two 128 x 256 tiles: the last round's 58 of 66 units (64 stages each) are not worth
+    # sharing at the measured hand-over; 34 of 66 units of 128 stages are
+    assert plan(256, 66, 64).sk_clusters == 0 and plan(256, 66, 64, handover=4).sk_clusters == 66
+    p = plan(1024, 66, 128)
+    assert p.sk_clusters == 66 and p.whole_units == 1024 - 1024 % 66
+    assert max(stages_per_cluster(1024, 66, 128)) < -(-1024 // 66) * 128
+
+
+def test_a_skinny_problem_shares_its_few_long_units_with_every_cluster():
+    p = plan(16, 66, 128)                                          # 256 x 8192 @ 8192 x 4096
+    assert (p.whole_units, p.sk_clusters) == (0, 66)
+    assert max(stages_per_cluster(16, 66, 128)) < 0.7 * 128
 
 
 def test_stream_k_is_left_out_where_it_cannot_pay():
     assert plan(198, 66, 64).sk_clusters == 0                       # the last round is full
-    assert plan(197, 66, 64).sk_clusters == 0                       # 65 of 66: a stretch + the hand-over >= a unit
+    assert plan(197, 66, 64, handover=4).sk_clusters == 0           # 65 of 66: a stretch + the hand-over >= a unit
     assert plan(8, 66, 11).sk_clusters == 0                         # too few stages to share
     assert plan(4, 66, 3).sk_clusters == 0
 
@@ -61,14 +69,14 @@ def test_stretches_are_even_and_never_shorter_than_the_minimum():
 
 
 def test_the_model_charges_the_hand_over():
-    busy = stages_per_cluster(256, 66, 64)
-    work = pieces(256, 66, 64)
-    p = plan(256, 66, 64)
+    busy = stages_per_cluster(1024, 66, 128)
+    work = pieces(1024, 66, 128)
+    p = plan(1024, 66, 128)
     for c in (0, 30, 65):
         multiplied = sum(q.k_end - q.k_begin for q in work[c])
-        handed = sum(WRITE_STAGES if q.role == 'contributor' else
-                     READ_STAGES * len(contributors(p, c, q.unit, 64)) if q.role == 'finisher' else 0 for q in work[c])
-        assert busy[c] == multiplied + handed and handed > 0 or c == 0
+        handed = sum(HANDOVER_STAGES / 2 * (1 if q.role == 'contributor' else
+                                            len(contributors(p, c, q.unit, 128)) if q.role == 'finisher' else 0) for q in work[c])
+        assert busy[c] == multiplied + handed and handed > 0
 
 
 @pytest.mark.parametrize('bad', [dict(units=0, clusters=66, k_tiles=4), dict(units=4, clusters=0, k_tiles=4),
@@ -80,7 +88,7 @@ def test_bad_sizes_are_refused(bad):
 def test_draw_schedule_draws_every_piece():
     import matplotlib
     matplotlib.use('Agg')
-    fig = draw_schedule(20, 6, 16)
+    fig = draw_schedule(10, 6, 128)
     bars = fig.axes[0].patches
-    assert len(bars) >= sum(len(row) for row in pieces(20, 6, 16))
+    assert len(bars) >= sum(len(row) for row in pieces(10, 6, 128))
     assert 'stream-K' in fig.axes[0].get_title()
