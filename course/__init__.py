@@ -29,6 +29,7 @@ own helpers, and imports of what the notebooks use from here.
 | `tuning_cache` | autotuning winners kept on disk, keyed by GPU, code version, shape and dtype, so that a later session pays nothing for a shape tuned before; `remembered` for other per-machine results (a model's calibration) |
 | `model_tuning` | an autotuner that answers in seconds: a model of the kernel (waves x (overhead + steps x step), per-variant rates calibrated once per machine, aligned rows and not) ranks every variant, split of K and padding, and only its shortlist is timed (its best, 8 or as many as half a second of timing allows, and the best of each tile shape), the 3 fastest again, longer |
 | `waves` | how a matmul's tiles fill the GPU: tiles, waves, tile quantization and split-K, modelled on a CPU with a time model and a drawing of the waves |
+| `stream_k` | stream-K for a persistent kernel's last round: which cluster multiplies which stretch of K of which unit, who finishes a shared unit, the rule (with the measured cost of handing partial sums over) that says when it pays, and a drawing of the schedule |
 | `gluon_matmul` | a bf16 matmul in Gluon (Triton's lower-level language): TMA, mbarriers, wgmma and a TMA store from Python |
 | `hopper_dispatch` | `dispatch_bf16`: the input check, the GPU check and the TMA-or-fallback choice of the Hopper matmul wrappers |
 | `targets` | `against_target`: a time against a reference's, said as met or missed by how much |
