@@ -25,8 +25,9 @@ the hand-over is shorter than the whole unit the last round would otherwise take
 `MIN_STRETCH` stages long. `plan` is that rule; the launcher of notebook 12's step 8 applies the same rule with the
 same numbers (formatted into its C++ from here).
 
-The hand-over's cost is a measurement, not a derivation. From the bytes alone (17 MB written and read through an L2
-cache that moves a few TB/s) it would be a few stages. On the H100, notebook 12's step 8 with that estimate (4
+The hand-over's cost is a measurement, not a derivation. From the bytes alone (17 MB written, then read, through an
+L2 cache that moves a few TB/s, the writes partly hidden under other blocks' multiplies) it would be a few stages.
+On the H100, notebook 12's step 8 with that estimate (4
 stages) ended 4096³ about 9 µs (13 stages of 0.69 µs) after step 7, where this model said 2 stages before it; in
 the model that takes a hand-over of about 14 stages. `HANDOVER_STAGES` is 20, erring towards whole units: sharing
 where it does not pay cost 5% there, while the cases the margin gives up would save at most 6 stages a round.

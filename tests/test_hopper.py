@@ -98,6 +98,15 @@ def test_the_launcher_plans_stream_k_as_the_model_does(h, k, w, handover):
 
 
 @hopper
+@pytest.mark.parametrize('handover, shape', [(4, (4096, 4096, 4096)), (None, (2000, 2000, 2296))])
+def test_stream_k_after_whole_rounds_is_right(handover, shape, capsys):
+    kernel = nb.HopperMatmul('streamk', HANDOVER=handover)
+    clusters, whole_units, sharing = kernel.launch_plan(*shape)
+    assert whole_units > 0 and sharing > 0                # whole rounds first, then one shared along K
+    assert check_reduced_precision(kernel, 'bf16', [shape]), capsys.readouterr().out
+
+
+@hopper
 def test_stream_k_adds_the_partial_sums_in_a_fixed_order():
     kernel = nb.HopperMatmul('streamk')
     m, n = random_inputs(256, 8192, 4096, 'bf16')      # 16 units of 128 stages of K, shared by every cluster
