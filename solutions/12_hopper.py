@@ -15,3 +15,16 @@ def b_strides(bk):
     leading = bk * row_bytes                    # LBO: from one box of 64 columns to the next, a whole box further
     stride = 8 * row_bytes                      # SBO: from one group of 8 rows of K to the next, inside a box
     return leading, stride
+
+
+# Exercise 12.3: deal out a stretch (stream-K)
+def stretch_pieces(start, end, k_tiles, first_unit):
+    "The pieces of the stretch [start, end) of the last round's stages, in order: (unit, k_begin, k_end, role)."
+    pieces, at = [], start
+    while at < end:
+        unit, k_begin = first_unit + at // k_tiles, at % k_tiles     # where stage `at` of the last round lies
+        k_end = min(k_tiles, k_begin + end - at)                     # to the unit's end or the stretch's, the nearer
+        role = 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'
+        pieces.append((unit, k_begin, k_end, role))
+        at += k_end - k_begin
+    return pieces

@@ -1,7 +1,8 @@
-"""The exercises of notebook 12: how many bytes a stage's `full` barrier expects, and the strides of the wgmma
-descriptor of B's stage. Both are checked on a CPU, against the course's models of the kernels of notebook 12:
-course/mbarrier_pipeline.py (the mbarrier and the TMA pipeline on full/empty barriers) and course/wgmma_layout.py
-(where TMA writes a tile, where a wgmma descriptor reads it)."""
+"""The exercises of notebook 12: how many bytes a stage's `full` barrier expects, the strides of the wgmma
+descriptor of B's stage, and the pieces of one cluster's stretch in step 8's stream-K. All are checked on a CPU,
+against the course's models of the kernels of notebook 12: course/mbarrier_pipeline.py (the mbarrier and the TMA
+pipeline on full/empty barriers), course/wgmma_layout.py (where TMA writes a tile, where a wgmma descriptor reads
+it) and course/stream_k.py (who multiplies which stages of the last round)."""
 from ..mbarrier_pipeline import PipelineRace, PipelineStuck, simulate
 from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128, \
     wgmma_offset
@@ -241,3 +242,148 @@ def b_descriptor_strides(ns, report):
                          f"wgmma at byte {read}{before_swizzle(read)}, {element_at(read, bn, bk)}")
     report.ok(f"for every bk asked and bn = {and_list(STAGE_COLUMNS)}, the wgmmas of a stage read every value "
               "of B where TMA put it: 0 mismatches (course.wgmma_layout.mismatches, swizzle included)")
+
+
+# --------------------------------------------------------------------------------------------------
+# 12.3: deal out a stretch of the last round (stream-K)
+# --------------------------------------------------------------------------------------------------
+
+ROLES = ('whole', 'finisher', 'contributor')
+# (units, clusters, k_tiles, the rule's hand-over) of the plans asked about: 4096³ with the byte count's estimate,
+# 8192³, two skinny problems, a single unit, edges that leave short units, and a small GPU of 3 clusters
+STREAM_K_PLANS = ((256, 66, 64, 4), (1024, 66, 128, 20), (16, 66, 128, 20), (1, 66, 64, 20), (81, 66, 16, 4),
+                  (5, 3, 40, 4))
+
+
+def stretch_keys():
+    """{(start, end, k_tiles, first_unit): [its pieces, as the model deals them]} for every cluster that shares the
+    last round of each plan of STREAM_K_PLANS."""
+    from ..stream_k import pieces, plan, stretch_start
+    keys = {}
+    for units, clusters, k_tiles, handover in STREAM_K_PLANS:
+        p = plan(units, clusters, k_tiles, handover=handover)
+        work = pieces(units, clusters, k_tiles, handover=handover)
+        for c in range(p.sk_clusters):
+            key = StretchQuestion((stretch_start(p, c), stretch_start(p, c + 1), k_tiles, p.whole_units))
+            keys[key] = [tuple(q) for q in work[c] if q.unit >= p.whole_units]
+    return keys
+
+
+class StretchQuestion(tuple):
+    "The arguments (start, end, k_tiles, first_unit) of one call of stretch_pieces, shown with their names."
+    def __str__(self):
+        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('start', 'end', 'k_tiles', 'first_unit'), self)) + ')'
+
+
+def learner_pieces(value, call):
+    "The learner's pieces as a list of (unit, k_begin, k_end, role), each checked for its form."
+    if value is None: raise NotYet(f"{call} returned None: end the function with `return pieces`")
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, '__iter__'):
+        raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return a list of pieces, each "
+                     "(unit, k_begin, k_end, role)")
+    out = []
+    for piece in value:
+        if not isinstance(piece, (tuple, list)) or len(piece) != 4:
+            raise NotYet(f"{call} returned a piece {piece!r}: each piece is 4 values, (unit, k_begin, k_end, role)")
+        *numbers_, role = piece
+        unit, k_begin, k_end = whole_numbers(tuple(numbers_), f"{call}, in its piece {tuple(piece)!r},",
+                                             ('unit', 'k_begin', 'k_end'))
+        if role not in ROLES:
+            raise NotYet(f"{call} returned a piece with the role {role!r}: a role is one of {', '.join(map(repr, ROLES))}")
+        out.append((unit, k_begin, k_end, role))
+    return out
+
+
+def stage_of(key, unit, k):
+    "The stage, counted along the last round, of stage k of `unit`."
+    start, end, k_tiles, first_unit = key
+    return (unit - first_unit) * k_tiles + k
+
+
+def role_of(k_begin, k_end, k_tiles):
+    "The role the kernel gives a piece: it follows from where the piece starts and ends in its unit."
+    return 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'
+
+
+# (the piece's role, the role given): what the kernel would do. (A stretch is shorter than a unit, since the last
+# round has fewer units than clusters, so no piece of a stretch is 'whole'.)
+WRONG_ROLE = {
+    ('contributor', 'finisher'): "store its partial sum as C after adding the sums of the clusters whose stretches "
+                                 "start after its own inside the unit, while the unit's real finisher, the cluster that "
+                                 "holds its first stage, waits forever for this cluster's flag: a hang",
+    ('contributor', 'whole'): "store its partial sum as C, while the unit's real finisher, the cluster that holds its "
+                              "first stage, waits forever for this cluster's flag: a hang",
+    ('finisher', 'contributor'): "write its sums to the workspace for a finisher that does not exist: nobody stores C "
+                                 "for this unit, and the sums of the clusters that hold its later stages are never read",
+    ('finisher', 'whole'): "store its partial sum as C without adding the sums of the clusters that hold the unit's "
+                           "later stages: a wrong C",
+}
+
+
+@exercise('12.3', 'deal out a stretch (stream-K)',
+          hints=("Walk the stretch from `start` to `end`: stage s of the last round is stage s % k_tiles of unit "
+                 "first_unit + s // k_tiles. A piece ends where the stretch ends or where its unit ends, whichever comes "
+                 "first; then the next piece starts at stage 0 of the next unit.",
+                 "k_begin = at % k_tiles and k_end = min(k_tiles, k_begin + end - at). The role follows from those two "
+                 "alone: k_begin > 0 makes a 'contributor', else k_end < k_tiles a 'finisher', else 'whole'."))
+def stream_k_stretch(ns, report):
+    name = 'stretch_pieces'
+    fn, = need(ns, name)
+    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (start, end, k_tiles, first_unit)")
+    expected = stretch_keys()
+
+    def ask(key):
+        call = f"{name}{key}"
+        with running(call): value = fn(*key)
+        return learner_pieces(value, call)
+    answers = asked_twice(list(expected), ask, name)
+    report.ok(f"{name} returns pieces of the form (unit, k_begin, k_end, role) for each of the {len(expected)} stretches "
+              f"asked, the same when asked again in another order")
+    for key, pieces_ in answers.items():
+        start, end, k_tiles, first_unit = key
+        call = f"{name}{key}"
+        where = (f"(stage s of the last round is stage s % k_tiles of unit first_unit + s // k_tiles: stage {start} is "
+                 f"stage {start % k_tiles} of unit {first_unit + start // k_tiles})")
+        if not pieces_:
+            raise NotYet(f"{call} returned no pieces: the cluster's stretch holds stages {start} to {end - 1} of the last "
+                         f"round, {end - start} stages {where}, and the units they belong to would miss their products")
+        for unit, k_begin, k_end, _ in pieces_:
+            if not 0 <= k_begin < k_end <= k_tiles:
+                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...): a piece is stages [k_begin, "
+                             f"k_end) of one unit, 0 <= k_begin < k_end <= k_tiles = {k_tiles}. A stretch that runs past "
+                             "the end of a unit goes on in the next one: cut it there (each unit's stages come from its own "
+                             "rows of A and columns of B)")
+        stages = [stage_of(key, u, k) for u, k0, k1, _ in pieces_ for k in range(k0, k1)]
+        outside = sorted({s for s in stages if not start <= s < end})
+        if outside:
+            u, k = first_unit + outside[0] // k_tiles, outside[0] % k_tiles
+            raise NotYet(f"{call}: the pieces hold stage {k} of unit {u}, stage {outside[0]} of the last round, outside "
+                         f"the stretch [{start}, {end}) {where}. Another cluster multiplies that stage, so its products "
+                         f"would be added to unit {u} twice")
+        twice = sorted({s for s in stages if stages.count(s) > 1})
+        if twice:
+            u, k = first_unit + twice[0] // k_tiles, twice[0] % k_tiles
+            raise NotYet(f"{call}: stage {k} of unit {u} is in two pieces: its products would be added to the unit twice")
+        missing = sorted(set(range(start, end)) - set(stages))
+        if missing:
+            u, k = first_unit + missing[0] // k_tiles, missing[0] % k_tiles
+            raise NotYet(f"{call}: stage {k} of unit {u} ({len(missing)} stage{'s' if len(missing) > 1 else ''} in all) "
+                         f"is in the stretch [{start}, {end}) but in none of the pieces {where}: no cluster would "
+                         f"multiply it, and unit {u}'s C would lack its products")
+        firsts = [stage_of(key, u, k0) for u, k0, _, _ in pieces_]
+        if firsts != sorted(firsts):
+            raise NotYet(f"{call} returned the pieces out of the stretch's order ({[p[:3] for p in pieces_]}): the producer "
+                         "copies the stages in the order of the pieces, and a cluster must do its contributing piece first "
+                         "and its finishing piece last, so that no cluster waits for one that is itself waiting")
+        for unit, k_begin, k_end, role in pieces_:
+            truth = role_of(k_begin, k_end, k_tiles)
+            if role == truth: continue
+            shape = (f"it starts inside the unit (k_begin = {k_begin} > 0)" if truth == 'contributor' else
+                     f"it starts at the unit's first stage and ends before its last (k_end = {k_end} < {k_tiles})")
+            raise NotYet(f"{call} gave the piece ({unit}, {k_begin}, {k_end}) the role {role!r}, but {shape}: it is a "
+                         f"{truth!r}. As {role!r}, the cluster would {WRONG_ROLE[truth, role]}")
+        if pieces_ != expected[key]:       # not reached when the checks above pass: said if it ever is
+            raise NotYet(f"{call} returned {pieces_}, not the model's {expected[key]}")
+    report.ok(f"for every cluster of {len(STREAM_K_PLANS)} plans (course.stream_k: 4096³ and 8192³, skinny problems, "
+              "a single unit, a GPU of 3 clusters), the pieces cover its stretch exactly once, in order, each inside one "
+              "unit, with the role the kernel gives it")

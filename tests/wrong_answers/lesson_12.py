@@ -1,5 +1,5 @@
-"""Wrong answers for notebook 12's exercises (the bytes a stage's full barrier expects, and the strides of B's wgmma
-descriptor), and right answers written unusually."""
+"""Wrong answers for notebook 12's exercises (the bytes a stage's full barrier expects, the strides of B's wgmma
+descriptor, and the pieces of a stream-K stretch), and right answers written unusually."""
 from . import Wrong
 
 BYTES_RETURN = "return (a_tile + b_tile) * element_bytes"
@@ -7,6 +7,9 @@ B_TILE = "    b_tile = bk * bn "
 LBO_LINE = "    leading = bk * row_bytes "
 SBO_LINE = "    stride = 8 * row_bytes "
 STRIDES_RETURN = "    return leading, stride\n"
+PIECE_END = "        k_end = min(k_tiles, k_begin + end - at) "
+PIECE_ROLE = "        role = 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'"
+PIECE_WHERE = "        unit, k_begin = first_unit + at // k_tiles, at % k_tiles "
 
 
 def bytes_returning(expression):
@@ -143,7 +146,71 @@ WRONG = [
 ]
 
 # Right answers written unusually: each must not be 'not yet'.
+WRONG += [
+    # 12.3: deal out a stretch (stream-K)
+    Wrong('12.3', 'the stretch not cut where a unit ends',
+          change=(PIECE_END, "        k_end = k_begin + end - at "),
+          expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\) returned the piece \(198, 56, 112, \.\.\.\): "
+                 r"a piece is stages \[k_begin, k_end\) of one unit, 0 <= k_begin < k_end <= k_tiles = 64.*cut it there"),
+    Wrong('12.3', 'the first piece of a stretch always a contributor',
+          change=(PIECE_ROLE, "        role = 'contributor' if k_begin > 0 or not pieces else 'finisher' if k_end < k_tiles else 'whole'"),
+          expect=r"stretch_pieces\(start=0, end=56, k_tiles=64, first_unit=198\) gave the piece \(198, 0, 56\) the role "
+                 r"'contributor', but it starts at the unit's first stage and ends before its last \(k_end = 56 < 64\): it is a "
+                 r"'finisher'\. As 'contributor', the cluster would write its sums to the workspace for a finisher that does "
+                 r"not exist: nobody stores C for this unit"),
+    Wrong('12.3', "a finisher called 'whole' (roles swapped)",
+          change=(PIECE_ROLE, "        role = 'contributor' if k_begin > 0 else 'whole' if k_end < k_tiles else 'finisher'"),
+          expect=r"gave the piece \(198, 0, 56\) the role 'whole'.*it is a 'finisher'\. As 'whole', the cluster would store its "
+                 r"partial sum as C without adding the sums of the clusters that hold the unit's later stages: a wrong C"),
+    Wrong('12.3', 'the last piece of a stretch always the finisher',
+          change=(PIECE_ROLE, "        role = 'finisher' if at + k_end - k_begin == end else 'contributor' if k_begin > 0 else 'whole'"),
+          expect=r"gave the piece \(\d+, [1-9]\d*, \d+\) the role 'finisher', but it starts inside the unit \(k_begin = \d+ > 0\): "
+                 r"it is a 'contributor'\. As 'finisher'.*waits forever for this cluster's flag: a hang"),
+    Wrong('12.3', 'first_unit left out',
+          change=(PIECE_WHERE, "        unit, k_begin = at // k_tiles, at % k_tiles "),
+          expect=r"stretch_pieces\(start=0, end=56, k_tiles=64, first_unit=198\): the pieces hold stage 0 of unit 0, stage "
+                 r"-12672 of the last round, outside the stretch \[0, 56\).*added to unit 0 twice"),
+    Wrong('12.3', 'k counted from the stretch, not the unit',
+          change=(PIECE_WHERE, "        unit, k_begin = first_unit + at // k_tiles, at - start "),
+          expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\): the pieces hold stage 0 of unit 198, stage 0 "
+                 r"of the last round, outside the stretch \[56, 112\).*stage 56 is stage 56 of unit 198"),
+    Wrong('12.3', 'the whole stretch in one piece of its first unit',
+          body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
+               "    k_begin = start % k_tiles\n"
+               "    return [(first_unit + start // k_tiles, k_begin, min(k_tiles, k_begin + end - start), "
+               "'contributor' if k_begin else 'finisher')]\n",
+          expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\): stage 0 of unit 199 \(48 stages in all\) "
+                 r"is in the stretch \[56, 112\) but in none of the pieces.*no cluster would multiply it"),
+    Wrong('12.3', 'the pieces in reverse order',
+          change=("    return pieces\n", "    return pieces[::-1]\n"),
+          expect=r"returned the pieces out of the stretch's order.*its contributing piece first and its finishing piece "
+                 r"last, so that no cluster waits for one that is itself waiting"),
+    Wrong('12.3', 'a role misspelt',
+          change=(PIECE_ROLE, "        role = 'contributer' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'"),
+          expect=r"returned a piece with the role 'contributer': a role is one of 'whole', 'finisher', 'contributor'"),
+    Wrong('12.3', 'pieces as (unit, k_begin, k_end) without a role',
+          change=("        pieces.append((unit, k_begin, k_end, role))", "        pieces.append((unit, k_begin, k_end))"),
+          expect=r"returned a piece \(198, 0, 56\): each piece is 4 values, \(unit, k_begin, k_end, role\)"),
+    Wrong('12.3', 'a float unit from /',
+          change=(PIECE_WHERE, "        unit, k_begin = first_unit + (at - at % k_tiles) / k_tiles, at % k_tiles "),
+          expect=r"a float: unit and k_begin and k_end are whole numbers"),
+    Wrong('12.3', 'a stage dropped at each cut (k_end - 1)',
+          change=("        at += k_end - k_begin", "        at += k_end - k_begin + 1"),
+          expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\): stage 0 of unit 199 \(1 stage in all\) is in "
+                 r"the stretch \[56, 112\) but in none of the pieces"),
+]
+
+
 RIGHT = [
+    Wrong('12.3', 'a generator of lists, the role from a table',
+          body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
+               "    at = start\n"
+               "    while at < end:\n"
+               "        unit, k_begin = divmod(at, k_tiles)\n"
+               "        k_end = min(k_tiles, k_begin + end - at)\n"
+               "        yield [first_unit + unit, k_begin, k_end, {(True, False): 'contributor', (True, True): 'contributor', "
+               "(False, True): 'finisher', (False, False): 'whole'}[k_begin > 0, k_end < k_tiles]]\n"
+               "        at += k_end - k_begin\n", expect=''),
     Wrong('12.1', "each producer's share of B added up",
           change=(B_TILE, "    b_tile = sum(bk * bn // cluster_blocks for producer in range(cluster_blocks)) "), expect=''),
     Wrong('12.1', 'factored, and a numpy integer',
