@@ -68,18 +68,24 @@ def stretch_start(p, cluster):
     return cluster * p.sk_stages // p.sk_clusters
 
 
+def stretch_pieces(start, end, k_tiles, first_unit):
+    """The Pieces of a stretch [start, end) of the stages laid end to end from unit `first_unit`: one per unit the
+    stretch touches, cut where it crosses from one unit into the next, each with the role its ends give it."""
+    out, at = [], start
+    while at < end:
+        unit, k0 = first_unit + at // k_tiles, at % k_tiles
+        k1 = min(k_tiles, k0 + end - at)
+        out.append(Piece(unit, k0, k1, 'contributor' if k0 > 0 else 'whole' if k1 == k_tiles else 'finisher'))
+        at += k1 - k0
+    return out
+
+
 def pieces(units, clusters, k_tiles, **rule):
     "[[Piece, ...] for each cluster]: every cluster's work in the order it does it, whole units first."
     p = plan(units, clusters, k_tiles, **rule)
     out = [[Piece(u, 0, k_tiles, 'whole') for u in range(c, p.whole_units, clusters)] for c in range(clusters)]
     for c in range(p.sk_clusters):
-        at, end = stretch_start(p, c), stretch_start(p, c + 1)
-        while at < end:
-            unit, k0 = p.whole_units + at // k_tiles, at % k_tiles
-            k1 = min(k_tiles, k0 + end - at)
-            role = 'contributor' if k0 > 0 else 'whole' if k1 == k_tiles else 'finisher'
-            out[c].append(Piece(unit, k0, k1, role))
-            at += k1 - k0
+        out[c] += stretch_pieces(stretch_start(p, c), stretch_start(p, c + 1), k_tiles, p.whole_units)
     return out
 
 

@@ -5,7 +5,7 @@ import itertools
 import pytest
 
 from course.stream_k import (HANDOVER_STAGES, MIN_STRETCH, contributors, draw_schedule, pieces, plan,
-                             stages_per_cluster, stretch_start)
+                             stages_per_cluster, stretch_pieces, stretch_start)
 
 CASES = [(256, 66, 64), (1024, 66, 128), (16, 66, 128), (1, 66, 64), (81, 66, 16), (4, 66, 16), (8, 66, 11),
          (197, 66, 64), (66, 66, 64), (3, 5, 200), (7, 3, 9)]
@@ -92,3 +92,10 @@ def test_draw_schedule_draws_every_piece():
     bars = fig.axes[0].patches
     assert len(bars) >= sum(len(row) for row in pieces(10, 6, 128))
     assert 'stream-K' in fig.axes[0].get_title()
+
+
+def test_a_stretch_is_cut_at_every_unit_it_crosses():
+    assert [tuple(p) for p in stretch_pieces(10, 200, 64, 5)] == [(5, 10, 64, 'contributor'), (6, 0, 64, 'whole'),
+                                                                   (7, 0, 64, 'whole'), (8, 0, 8, 'finisher')]
+    assert [tuple(p) for p in stretch_pieces(0, 64, 64, 0)] == [(0, 0, 64, 'whole')]
+    assert [tuple(p) for p in stretch_pieces(70, 90, 64, 3)] == [(4, 6, 26, 'contributor')]

@@ -255,18 +255,20 @@ STREAM_K_PLANS = ((256, 66, 64, 4), (1024, 66, 128, 20), (16, 66, 128, 20), (1, 
                   (5, 3, 40, 4))
 
 
+# Stretches of a unit or more, which the last round never makes (it has fewer units than clusters) but the kernel's
+# loop over pieces handles: whole units inside a stretch, and a stretch of exactly one unit
+LONG_STRETCHES = ((0, 64, 64, 0), (10, 200, 64, 5), (64, 192, 64, 0), (3, 45, 16, 7))
+
+
 def stretch_keys():
     """{(start, end, k_tiles, first_unit): [its pieces, as the model deals them]} for every cluster that shares the
-    last round of each plan of STREAM_K_PLANS."""
-    from ..stream_k import pieces, plan, stretch_start
-    keys = {}
+    last round of each plan of STREAM_K_PLANS, then for LONG_STRETCHES."""
+    from ..stream_k import plan, stretch_pieces, stretch_start
+    keys = []
     for units, clusters, k_tiles, handover in STREAM_K_PLANS:
         p = plan(units, clusters, k_tiles, handover=handover)
-        work = pieces(units, clusters, k_tiles, handover=handover)
-        for c in range(p.sk_clusters):
-            key = StretchQuestion((stretch_start(p, c), stretch_start(p, c + 1), k_tiles, p.whole_units))
-            keys[key] = [tuple(q) for q in work[c] if q.unit >= p.whole_units]
-    return keys
+        keys += [(stretch_start(p, c), stretch_start(p, c + 1), k_tiles, p.whole_units) for c in range(p.sk_clusters)]
+    return {StretchQuestion(key): [tuple(q) for q in stretch_pieces(*key)] for key in keys + list(LONG_STRETCHES)}
 
 
 class StretchQuestion(tuple):
@@ -275,8 +277,14 @@ class StretchQuestion(tuple):
         return '(' + ', '.join(f"{name}={v}" for name, v in zip(('start', 'end', 'k_tiles', 'first_unit'), self)) + ')'
 
 
+class PieceList(tuple):
+    "A learner's pieces, shown short: the first three and how many (a list that grows call by call can be long)."
+    def __str__(self):
+        return f"[{', '.join(map(str, self[:3]))}{', ...' if len(self) > 3 else ''}] ({len(self)} piece{'s' if len(self) != 1 else ''})"
+
+
 def learner_pieces(value, call):
-    "The learner's pieces as a list of (unit, k_begin, k_end, role), each checked for its form."
+    "The learner's pieces as a PieceList of (unit, k_begin, k_end, role), each checked for its form."
     if value is None: raise NotYet(f"{call} returned None: end the function with `return pieces`")
     if isinstance(value, (str, bytes, dict)) or not hasattr(value, '__iter__'):
         raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return a list of pieces, each "
@@ -285,13 +293,16 @@ def learner_pieces(value, call):
     for piece in value:
         if not isinstance(piece, (tuple, list)) or len(piece) != 4:
             raise NotYet(f"{call} returned a piece {piece!r}: each piece is 4 values, (unit, k_begin, k_end, role)")
+        if isinstance(piece[0], str) or not isinstance(piece[3], str):
+            raise NotYet(f"{call} returned a piece {tuple(piece)!r}: the values of a piece go in the order (unit, k_begin, "
+                         "k_end, role), the role last")
         *numbers_, role = piece
         unit, k_begin, k_end = whole_numbers(tuple(numbers_), f"{call}, in its piece {tuple(piece)!r},",
                                              ('unit', 'k_begin', 'k_end'))
         if role not in ROLES:
             raise NotYet(f"{call} returned a piece with the role {role!r}: a role is one of {', '.join(map(repr, ROLES))}")
         out.append((unit, k_begin, k_end, role))
-    return out
+    return PieceList(out)
 
 
 def stage_of(key, unit, k):
@@ -305,8 +316,7 @@ def role_of(k_begin, k_end, k_tiles):
     return 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'
 
 
-# (the piece's role, the role given): what the kernel would do. (A stretch is shorter than a unit, since the last
-# round has fewer units than clusters, so no piece of a stretch is 'whole'.)
+# (the piece's role, the role given): what the kernel would do
 WRONG_ROLE = {
     ('contributor', 'finisher'): "store its partial sum as C after adding the sums of the clusters whose stretches "
                                  "start after its own inside the unit, while the unit's real finisher, the cluster that "
@@ -317,6 +327,10 @@ WRONG_ROLE = {
                                  "for this unit, and the sums of the clusters that hold its later stages are never read",
     ('finisher', 'whole'): "store its partial sum as C without adding the sums of the clusters that hold the unit's "
                            "later stages: a wrong C",
+    ('whole', 'contributor'): "write its sums to the workspace for a finisher that does not exist: nobody stores C for "
+                              "this unit",
+    ('whole', 'finisher'): "wait for contributors, but no other cluster holds a stage of this unit: a finisher with "
+                           "nothing to add is a 'whole' piece",
 }
 
 
@@ -336,10 +350,20 @@ def stream_k_stretch(ns, report):
         call = f"{name}{key}"
         with running(call): value = fn(*key)
         return learner_pieces(value, call)
-    answers = asked_twice(list(expected), ask, name)
-    report.ok(f"{name} returns pieces of the form (unit, k_begin, k_end, role) for each of the {len(expected)} stretches "
-              f"asked, the same when asked again in another order")
-    for key, pieces_ in answers.items():
+    first = next(iter(expected))
+    once, again = ask(first), ask(first)
+    if again != once and len(again) > len(once) and again[:len(once)] == once:
+        raise NotYet(f"{name}{first} returned {once} the first time and {again} when asked the same again: the list grows "
+                     "from call to call. A default argument such as `pieces=[]` is one list, shared by every call: make "
+                     "a new list inside the function")
+    long_keys = [key for key in expected if key in LONG_STRETCHES]
+    plan_keys = [key for key in expected if key not in LONG_STRETCHES]
+
+    def answers_in_turn():
+        "The plans' stretches, then the long ones: a loop that only a long stretch sends astray is found after the rest."
+        yield from asked_twice(plan_keys, ask, name).items()
+        yield from asked_twice(long_keys, ask, name).items()
+    for key, pieces_ in answers_in_turn():
         start, end, k_tiles, first_unit = key
         call = f"{name}{key}"
         where = (f"(stage s of the last round is stage s % k_tiles of unit first_unit + s // k_tiles: stage {start} is "
@@ -348,6 +372,14 @@ def stream_k_stretch(ns, report):
             raise NotYet(f"{call} returned no pieces: the cluster's stretch holds stages {start} to {end - 1} of the last "
                          f"round, {end - start} stages {where}, and the units they belong to would miss their products")
         for unit, k_begin, k_end, _ in pieces_:
+            if 0 <= k_begin <= k_tiles and k_end == k_begin:
+                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), which holds no stage (k_begin "
+                             f"= k_end): a loop that runs once too often makes one (`at <= end` for `at < end`, or units "
+                             "counted to end // k_tiles where the last stage, end - 1, decides)")
+            if unit < first_unit:
+                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), of unit {unit}, before "
+                             f"first_unit = {first_unit}: the last round's units are numbered from first_unit (stage s "
+                             "is in unit first_unit + s // k_tiles)")
             if not 0 <= k_begin < k_end <= k_tiles:
                 raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...): a piece is stages [k_begin, "
                              f"k_end) of one unit, 0 <= k_begin < k_end <= k_tiles = {k_tiles}. A stretch that runs past "
@@ -379,11 +411,14 @@ def stream_k_stretch(ns, report):
             truth = role_of(k_begin, k_end, k_tiles)
             if role == truth: continue
             shape = (f"it starts inside the unit (k_begin = {k_begin} > 0)" if truth == 'contributor' else
-                     f"it starts at the unit's first stage and ends before its last (k_end = {k_end} < {k_tiles})")
-            raise NotYet(f"{call} gave the piece ({unit}, {k_begin}, {k_end}) the role {role!r}, but {shape}: it is a "
-                         f"{truth!r}. As {role!r}, the cluster would {WRONG_ROLE[truth, role]}")
-        if pieces_ != expected[key]:       # not reached when the checks above pass: said if it ever is
+                     f"it starts at the unit's first stage and ends before its last (k_end = {k_end} < {k_tiles})"
+                     if truth == 'finisher' else f"it holds all {k_tiles} stages of the unit")
+            raise NotYet(f"{call} gave the piece ({unit}, {k_begin}, {k_end}) the role {role!r}, but {shape}: it is "
+                         f"{'a ' if truth != 'whole' else ''}{truth!r}. As {role!r}, the cluster would {WRONG_ROLE[truth, role]}")
+        if list(pieces_) != expected[key]:       # not reached when the checks above pass: said if it ever is
             raise NotYet(f"{call} returned {pieces_}, not the model's {expected[key]}")
+    report.ok(f"{name} returns pieces of the form (unit, k_begin, k_end, role) for each of the {len(expected)} stretches "
+              f"asked, the same when asked again in another order")
     report.ok(f"for every cluster of {len(STREAM_K_PLANS)} plans (course.stream_k: 4096³ and 8192³, skinny problems, "
-              "a single unit, a GPU of 3 clusters), the pieces cover its stretch exactly once, in order, each inside one "
-              "unit, with the role the kernel gives it")
+              f"a single unit, a GPU of 3 clusters) and {len(LONG_STRETCHES)} stretches of a unit or more, the pieces "
+              "cover the stretch exactly once, in order, each inside one unit, with the role the kernel gives it")

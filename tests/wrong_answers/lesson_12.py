@@ -168,8 +168,8 @@ WRONG += [
                  r"it is a 'contributor'\. As 'finisher'.*waits forever for this cluster's flag: a hang"),
     Wrong('12.3', 'first_unit left out',
           change=(PIECE_WHERE, "        unit, k_begin = at // k_tiles, at % k_tiles "),
-          expect=r"stretch_pieces\(start=0, end=56, k_tiles=64, first_unit=198\): the pieces hold stage 0 of unit 0, stage "
-                 r"-12672 of the last round, outside the stretch \[0, 56\).*added to unit 0 twice"),
+          expect=r"stretch_pieces\(start=0, end=56, k_tiles=64, first_unit=198\) returned the piece \(0, 0, 56, \.\.\.\), of unit "
+                 r"0, before first_unit = 198: the last round's units are numbered from first_unit"),
     Wrong('12.3', 'k counted from the stretch, not the unit',
           change=(PIECE_WHERE, "        unit, k_begin = first_unit + at // k_tiles, at - start "),
           expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\): the pieces hold stage 0 of unit 198, stage 0 "
@@ -194,6 +194,46 @@ WRONG += [
     Wrong('12.3', 'a float unit from /',
           change=(PIECE_WHERE, "        unit, k_begin = first_unit + (at - at % k_tiles) / k_tiles, at % k_tiles "),
           expect=r"a float: unit and k_begin and k_end are whole numbers"),
+    Wrong('12.3', "only two roles: a whole unit called a finisher",
+          change=(PIECE_ROLE, "        role = 'contributor' if k_begin > 0 else 'finisher'"),
+          expect=r"stretch_pieces\(start=0, end=64, k_tiles=64, first_unit=0\) gave the piece \(0, 0, 64\) the role 'finisher', "
+                 r"but it holds all 64 stages of the unit: it is 'whole'\. As 'finisher', the cluster would wait for "
+                 r"contributors, but no other cluster holds a stage of this unit"),
+    Wrong('12.3', 'at most two pieces: the rest of the stretch as one piece of the next unit',
+          body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
+               "    unit, k0 = first_unit + start // k_tiles, start % k_tiles\n"
+               "    k1 = min(k_tiles, k0 + end - start)\n"
+               "    pieces = [(unit, k0, k1, 'contributor' if k0 else 'finisher' if k1 < k_tiles else 'whole')]\n"
+               "    rest = end - start - (k1 - k0)\n"
+               "    if rest > 0: pieces.append((unit + 1, 0, rest, 'finisher' if rest < k_tiles else 'whole'))\n"
+               "    return pieces\n",
+          expect=r"stretch_pieces\(start=10, end=200, k_tiles=64, first_unit=5\) returned the piece \(6, 0, 136, \.\.\.\): a "
+                 r"piece is stages \[k_begin, k_end\) of one unit.*cut it there"),
+    Wrong('12.3', 'units counted to end // k_tiles: an empty piece where a stretch ends on a unit boundary',
+          body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
+               "    pieces = []\n"
+               "    for u in range(start // k_tiles, end // k_tiles + 1):\n"
+               "        k_begin, k_end = max(start, u * k_tiles) - u * k_tiles, min(end, (u + 1) * k_tiles) - u * k_tiles\n"
+               "        role = 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'\n"
+               "        pieces.append((first_unit + u, k_begin, k_end, role))\n"
+               "    return pieces\n",
+          expect=r"returned the piece \(\d+, 0, 0, \.\.\.\), which holds no stage \(k_begin = k_end\): a loop that runs once "
+                 r"too often makes one"),
+    Wrong('12.3', 'a default argument pieces=[] (the list grows call by call)',
+          body="def stretch_pieces(start, end, k_tiles, first_unit, pieces=[]):\n"
+               "    at = start\n"
+               "    while at < end:\n"
+               "        unit, k_begin = first_unit + at // k_tiles, at % k_tiles\n"
+               "        k_end = min(k_tiles, k_begin + end - at)\n"
+               "        pieces.append((unit, k_begin, k_end, 'contributor' if k_begin else 'finisher' if k_end < k_tiles else 'whole'))\n"
+               "        at += k_end - k_begin\n"
+               "    return pieces\n",
+          expect=r"returned \[\(198, 0, 56, 'finisher'\)\] \(1 piece\) the first time and \[.*\] \(2 pieces\) when asked the "
+                 r"same again: the list grows from call to call\. A default argument such as `pieces=\[\]`"),
+    Wrong('12.3', 'the role first in each piece',
+          change=("        pieces.append((unit, k_begin, k_end, role))", "        pieces.append((role, unit, k_begin, k_end))"),
+          expect=r"returned a piece \('finisher', 198, 0, 56\): the values of a piece go in the order \(unit, k_begin, k_end, "
+                 r"role\), the role last"),
     Wrong('12.3', 'a stage dropped at each cut (k_end - 1)',
           change=("        at += k_end - k_begin", "        at += k_end - k_begin + 1"),
           expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\): stage 0 of unit 199 \(1 stage in all\) is in "
@@ -202,6 +242,10 @@ WRONG += [
 
 
 RIGHT = [
+    Wrong('12.3', 'numpy integers and numpy strings',
+          change=("        pieces.append((unit, k_begin, k_end, role))",
+                  "        np = __import__('numpy')\n        pieces.append((np.int64(unit), np.int32(k_begin), np.int64(k_end), np.str_(role)))"),
+          expect=''),
     Wrong('12.3', 'a generator of lists, the role from a table',
           body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
                "    at = start\n"
