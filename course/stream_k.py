@@ -68,6 +68,11 @@ def stretch_start(p, cluster):
     return cluster * p.sk_stages // p.sk_clusters
 
 
+def piece_role(k_begin, k_end, k_tiles):
+    "The role a piece's ends give it: starting inside its unit, a contributor; else ending before its end, a finisher."
+    return 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'
+
+
 def stretch_pieces(start, end, k_tiles, first_unit):
     """The Pieces of a stretch [start, end) of the stages laid end to end from unit `first_unit`: one per unit the
     stretch touches, cut where it crosses from one unit into the next, each with the role its ends give it."""
@@ -75,7 +80,7 @@ def stretch_pieces(start, end, k_tiles, first_unit):
     while at < end:
         unit, k0 = first_unit + at // k_tiles, at % k_tiles
         k1 = min(k_tiles, k0 + end - at)
-        out.append(Piece(unit, k0, k1, 'contributor' if k0 > 0 else 'whole' if k1 == k_tiles else 'finisher'))
+        out.append(Piece(unit, k0, k1, piece_role(k0, k1, k_tiles)))
         at += k1 - k0
     return out
 
@@ -120,11 +125,12 @@ def draw_schedule(units, clusters, k_tiles, title=None, **rule):
     the fix-up (writing or adding partial sums) drawn as a dark bar after them."""
     import matplotlib.pyplot as plt
     p = plan(units, clusters, k_tiles, **rule)
+    times = timeline(units, clusters, k_tiles, **rule)
     colors = [plt.get_cmap('tab20')(i) for i in range(20) if i not in (14, 15)]   # no greys: grey is the hand-over
     fig, ax = plt.subplots(figsize=(11, 0.22 * clusters + 1.6))
-    for c, (row, times) in enumerate(zip(pieces(units, clusters, k_tiles, **rule), timeline(units, clusters, k_tiles, **rule))):
+    for c, (row, row_times) in enumerate(zip(pieces(units, clusters, k_tiles, **rule), times)):
         t = 0
-        for piece, (w, extra) in zip(row, times):
+        for piece, (w, extra) in zip(row, row_times):
             ax.barh(c, w, left=t, color=colors[piece.unit % len(colors)], edgecolor='black', linewidth=0.3,
                     hatch='//' if piece.role != 'whole' else None)
             t += w
@@ -134,7 +140,7 @@ def draw_schedule(units, clusters, k_tiles, title=None, **rule):
     ax.set_xlabel("time, in stages of K (dark: writing or adding partial sums)")
     ax.set_ylabel("cluster")
     ax.invert_yaxis()
-    makespan = max(stages_per_cluster(units, clusters, k_tiles, **rule))
+    makespan = max(sum(w + x for w, x in row) for row in times)
     ax.set_title(title or f"{units} units of {k_tiles} stages on {clusters} clusters: "
                           f"{'stream-K over ' + str(p.sk_clusters) + ' clusters' if p.sk_clusters else 'whole units only'}"
                           f", done at {makespan} stages")

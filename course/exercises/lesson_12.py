@@ -4,6 +4,7 @@ against the course's models of the kernels of notebook 12: course/mbarrier_pipel
 pipeline on full/empty barriers), course/wgmma_layout.py (where TMA writes a tile, where a wgmma descriptor reads
 it) and course/stream_k.py (who multiplies which stages of the last round)."""
 from ..mbarrier_pipeline import PipelineRace, PipelineStuck, simulate
+from ..stream_k import piece_role, plan, stretch_pieces, stretch_start
 from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128, \
     wgmma_offset
 from .lesson_11 import asked_twice, whole_numbers
@@ -263,7 +264,6 @@ LONG_STRETCHES = ((0, 64, 64, 0), (10, 200, 64, 5), (64, 192, 64, 0), (3, 45, 16
 def stretch_keys():
     """{(start, end, k_tiles, first_unit): [its pieces, as the model deals them]} for every cluster that shares the
     last round of each plan of STREAM_K_PLANS, then for LONG_STRETCHES."""
-    from ..stream_k import plan, stretch_pieces, stretch_start
     keys = []
     for units, clusters, k_tiles, handover in STREAM_K_PLANS:
         p = plan(units, clusters, k_tiles, handover=handover)
@@ -311,9 +311,10 @@ def stage_of(key, unit, k):
     return (unit - first_unit) * k_tiles + k
 
 
-def role_of(k_begin, k_end, k_tiles):
-    "The role the kernel gives a piece: it follows from where the piece starts and ends in its unit."
-    return 'contributor' if k_begin > 0 else 'finisher' if k_end < k_tiles else 'whole'
+def unit_and_stage(key, s):
+    "(unit, k) of stage s of the last round: stage_of's inverse."
+    start, end, k_tiles, first_unit = key
+    return first_unit + s // k_tiles, s % k_tiles
 
 
 # (the piece's role, the role given): what the kernel would do
@@ -352,7 +353,7 @@ def stream_k_stretch(ns, report):
         return learner_pieces(value, call)
     first = next(iter(expected))
     once, again = ask(first), ask(first)
-    if again != once and len(again) > len(once) and again[:len(once)] == once:
+    if len(again) > len(once) and again[:len(once)] == once:
         raise NotYet(f"{name}{first} returned {once} the first time and {again} when asked the same again: the list grows "
                      "from call to call. A default argument such as `pieces=[]` is one list, shared by every call: make "
                      "a new list inside the function")
@@ -388,17 +389,17 @@ def stream_k_stretch(ns, report):
         stages = [stage_of(key, u, k) for u, k0, k1, _ in pieces_ for k in range(k0, k1)]
         outside = sorted({s for s in stages if not start <= s < end})
         if outside:
-            u, k = first_unit + outside[0] // k_tiles, outside[0] % k_tiles
+            u, k = unit_and_stage(key, outside[0])
             raise NotYet(f"{call}: the pieces hold stage {k} of unit {u}, stage {outside[0]} of the last round, outside "
                          f"the stretch [{start}, {end}) {where}. Another cluster multiplies that stage, so its products "
                          f"would be added to unit {u} twice")
         twice = sorted({s for s in stages if stages.count(s) > 1})
         if twice:
-            u, k = first_unit + twice[0] // k_tiles, twice[0] % k_tiles
+            u, k = unit_and_stage(key, twice[0])
             raise NotYet(f"{call}: stage {k} of unit {u} is in two pieces: its products would be added to the unit twice")
         missing = sorted(set(range(start, end)) - set(stages))
         if missing:
-            u, k = first_unit + missing[0] // k_tiles, missing[0] % k_tiles
+            u, k = unit_and_stage(key, missing[0])
             raise NotYet(f"{call}: stage {k} of unit {u} ({len(missing)} stage{'s' if len(missing) > 1 else ''} in all) "
                          f"is in the stretch [{start}, {end}) but in none of the pieces {where}: no cluster would "
                          f"multiply it, and unit {u}'s C would lack its products")
@@ -408,7 +409,7 @@ def stream_k_stretch(ns, report):
                          "copies the stages in the order of the pieces, and a cluster must do its contributing piece first "
                          "and its finishing piece last, so that no cluster waits for one that is itself waiting")
         for unit, k_begin, k_end, role in pieces_:
-            truth = role_of(k_begin, k_end, k_tiles)
+            truth = piece_role(k_begin, k_end, k_tiles)
             if role == truth: continue
             shape = (f"it starts inside the unit (k_begin = {k_begin} > 0)" if truth == 'contributor' else
                      f"it starts at the unit's first stage and ends before its last (k_end = {k_end} < {k_tiles})"

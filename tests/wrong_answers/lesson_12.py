@@ -145,7 +145,6 @@ WRONG = [
           change=strides_returning('min(bk, 64) * 128, 1024'), expect=r"b_strides\(128\)|bk = 128"),
 ]
 
-# Right answers written unusually: each must not be 'not yet'.
 WRONG += [
     # 12.3: deal out a stretch (stream-K)
     Wrong('12.3', 'the stretch not cut where a unit ends',
@@ -240,7 +239,7 @@ WRONG += [
                  r"the stretch \[56, 112\) but in none of the pieces"),
 ]
 
-
+# Right answers written unusually: each must not be 'not yet'.
 RIGHT = [
     Wrong('12.3', 'numpy integers and numpy strings',
           change=("        pieces.append((unit, k_begin, k_end, role))",
