@@ -38,32 +38,36 @@ extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int 
 '''
 
 # Joined to LAUNCHER for a float32 kernel that can split K: given `copies` = splits blocks per tile, block b computes
-# tile b % tiles over piece b / tiles of K and writes its partial tile at C + piece x M x N (notebook 10's every_shape).
+# tile b % tiles over piece b / tiles of K and writes its partial tile at C + piece x M x ldc, where ldc is N rounded
+# up to a multiple of 4 (notebook 10's every_shape), so that the workspace's rows start on 16 bytes.
 SPLIT_K_LAUNCHER = r'''
 // The pieces K is cut into: at most `splits`, each a whole number of BK steps, none empty.
 extern "C" int pieces_of_k(int K, int splits) {{
     const int steps = cdiv(K, {BK}), wanted = splits < 1 ? 1 : splits > steps ? steps : splits, per_piece = cdiv(steps, wanted);
     return cdiv(steps, per_piece);
 }}
-// C = the sum of the `pieces` partial products in W, added in the same order every time (the same bits every run).
-__global__ void add_partials(const float* __restrict__ W, float* __restrict__ C, long long count, int pieces) {{
+// C (M x N) = the sum of the `pieces` partial products in W (each M rows of ldw floats), added in the same order every
+// time (the same bits every run).
+__global__ void add_partials(const float* __restrict__ W, float* __restrict__ C, int M, int N, int ldw, int pieces) {{
+    const long long count = (long long)M * N, piece_size = (long long)M * ldw;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {{
-        float sum = W[i];
-        for (int p = 1; p < pieces; ++p) sum += W[p * count + i];
+        const long long w = i / N * ldw + i % N;
+        float sum = W[w];
+        for (int p = 1; p < pieces; ++p) sum += W[p * piece_size + w];
         C[i] = sum;
     }}
 }}
-// Split-K: the kernel writes pieces_of_k(K, splits) partial products into the workspace W (at least splits x M x N
-// floats), then add_partials sums them into C: a second pass, rather than atomic adds into C.
+// Split-K: the kernel writes pieces_of_k(K, splits) partial products into the workspace W (at least splits x M x ldw
+// floats, ldw = N rounded up to a multiple of 4), then add_partials sums them into C: a second pass, rather than
+// atomic adds into C.
 extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, float* W, int M, int N, int K, int splits,
                                     cudaStream_t stream) {{
     const int pieces = pieces_of_k(K, splits);
     if (pieces == 1) return launch_tiles(A, B, C, M, N, K, 1, stream);
     const cudaError_t launched = launch_tiles(A, B, W, M, N, K, pieces, stream);
     if (launched != cudaSuccess) return launched;
-    const long long count = (long long)M * N;
-    const long long blocks = (count + 255) / 256;
-    add_partials<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(W, C, count, pieces);
+    const long long blocks = ((long long)M * N + 255) / 256;
+    add_partials<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(W, C, M, N, (N + 3) / 4 * 4, pieces);
     return cudaGetLastError();
 }}
 '''
@@ -165,7 +169,8 @@ class SplitK:
         h, k, w = check_matmul_inputs(m, n)
         out = torch.empty(h, w, device=m.device)
         pieces = self.pieces(k)
-        work = out if pieces == 1 else torch.empty(pieces * h * w, device=m.device)   # the partial products
+        # the partial products, in rows of w rounded up to a multiple of 4 floats (see SPLIT_K_LAUNCHER)
+        work = out if pieces == 1 else torch.empty(pieces * h * padded_widths(k, w)[1], device=m.device)
         self.variant._module.matmul_split(m, n, out, work, h, w, k, pieces)
         return out
 

@@ -116,14 +116,19 @@ def test_numba_twin_rejects_bad_input_in_the_simulator():
 
 # Shapes for split-K: a K of 1 BK step (no split possible), a K that the pieces do not share evenly, unaligned rows
 # with tiles wholly inside (the unchecked float-by-float path), and a skinny one.
-SPLIT_SHAPES = ((300, 16, 260), (129, 1021, 263), (257, 1020, 131), (33, 4096, 64), (1, 999, 5))
+SPLIT_SHAPES = ((300, 16, 260), (129, 1021, 263), (257, 1020, 131), (33, 4096, 64), (1, 999, 5),
+                (777, 1234, 999), (70, 130, 1031))   # rows on 8 bytes (K = 1234); C's width 3 past a multiple of 4
+# Tiles of every kind the every-shape kernel comes in: 256 and 128 threads, BK 8 and 16, 64 x 64 to 128 x 256.
+SPLIT_TILES = (nb10.WARP_TILE, dict(BM=64, BN=128, BK=8, WM=32, WN=64, WMITER=1, TM=8, TN=4),
+               dict(BM=64, BN=64, BK=16, WM=32, WN=32, WMITER=2, TM=4, TN=4),
+               dict(BM=128, BN=256, BK=16, WM=64, WN=64, WMITER=1, TM=8, TN=4))
 
 
 @gpu
-@pytest.mark.parametrize('splits', (1, 2, 3, 16))
+@pytest.mark.parametrize('splits', (1, 2, 3, 5, 16))
 def test_every_shape_kernel_matches_float64_with_k_in_pieces(splits):
     torch.backends.cuda.matmul.allow_tf32 = False
-    for tile in (nb10.WARP_TILE, dict(BM=64, BN=128, BK=8, WM=32, WN=64, WMITER=1, TM=8, TN=4)):
+    for tile in SPLIT_TILES:
         fn = nb10.SplitK(nb10.every_shape(**tile), splits)
         for h, k, w in SPLIT_SHAPES:
             m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
