@@ -14,6 +14,15 @@ HAS_GPU = torch.cuda.is_available()
 gpu = pytest.mark.skipif(not HAS_GPU, reason="needs a CUDA GPU (none on this machine)")
 
 
+def load_script(relative, name):
+    "A script of the repository (e.g. 'bench/bench.py') imported as module `name`, without running its main."
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def assert_matches_torch(fn, h, k, w, device='cuda'):
     """fn(m, n) on random h x k and k x w inputs has the product's shape and agrees with a float64 product
     (TF32 off), to a tolerance that grows with the length k of each dot product."""

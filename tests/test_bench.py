@@ -1,6 +1,6 @@
 """The benchmark: on a CPU-only machine the commands say in one line that they need a GPU, and exit 0; notebook 13's
 tables, verdicts, charts and README block are checked on made-up timings; its FMA-ceiling kernel is compiled."""
-import importlib.util, re, subprocess, sys
+import re, subprocess, sys
 
 import matplotlib
 matplotlib.use('Agg')
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
 import utils  # noqa: E402
-from conftest import HAS_GPU, ROOT  # noqa: E402
+from conftest import HAS_GPU, ROOT, load_script  # noqa: E402
 from course.timing import spread  # noqa: E402
 
 
@@ -19,10 +19,7 @@ def nb():
 
 @pytest.fixture(scope='module')
 def bench():
-    spec = importlib.util.spec_from_file_location('bench_script', ROOT / 'bench' / 'bench.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('bench/bench.py', 'bench_script')
 
 
 @pytest.fixture(autouse=True)

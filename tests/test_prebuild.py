@@ -1,19 +1,15 @@
 """tools/prebuild.py: the kernels it compiles ahead are the ones the notebooks time, each once, and it compiles them."""
-import importlib.util
 
 import pytest
 
 import utils
-from conftest import ROOT
+from conftest import load_script
 from course.cuda_toolkit import nvcc_available
 
 
 @pytest.fixture(scope='module')
 def prebuild():
-    spec = importlib.util.spec_from_file_location('prebuild', ROOT / 'tools' / 'prebuild.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('tools/prebuild.py', 'prebuild')
 
 
 def test_prebuild_lists_every_kernel_the_notebooks_time_once(prebuild):
