@@ -7,7 +7,7 @@ import numbers, random
 from ..shared_banks import BANKS, conflict_ways, passes
 from ..tensor_core_fragments import M16N8K16, WARP, element, from_registers, ldmatrix_passes, round_to_bf16, \
     to_registers, warp_mma
-from .parts import NotYet, need, running
+from .parts import NotYet, need_function, running
 from .registry import exercise
 
 
@@ -125,8 +125,7 @@ def which_elements(wrong, per_lane):
                  "row = group + 8 * (i % 4 >= 2), col = 2 * thread + i % 2 + 8 * (i >= 4)."))
 def a_fragment_map(ns, report):
     shape, operand, name = M16N8K16, 'a', 'a_fragment_element'
-    fn, = need(ns, name)
-    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (lane, i)")
+    fn = need_function(ns, name, '(lane, i)')
     per_lane = shape.elements(operand)
     cells = learner_fragment_map(fn, name, shape, operand)
     twice = first_duplicate(cells)
@@ -237,8 +236,7 @@ def conflict_sentence(table, name, ways, row0, chunk0, j):
                  "chunk -> chunk ^ (row % 8) is its own inverse, so a permutation of 0..7. (chunk + row) % 8 works too."))
 def swizzle_chunks(ns, report):
     name = 'swizzle'
-    fn, = need(ns, name)
-    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (row, chunk)")
+    fn = need_function(ns, name, '(row, chunk)')
     table = learner_swizzle_table(fn, name)
     for row, places in enumerate(table):
         if len(set(places)) < CHUNKS:

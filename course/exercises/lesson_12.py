@@ -8,7 +8,7 @@ from ..stream_k import piece_role, plan, stretch_pieces, stretch_start
 from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128, \
     wgmma_offset
 from .lesson_11 import asked_twice, whole_numbers
-from .parts import NotYet, need, running
+from .parts import NotYet, need_function, running
 from .registry import exercise
 
 CONSUMER_ROWS = 64       # rows of A per consumer warpgroup (one wgmma m64): a stage of bm rows feeds bm / 64 consumers
@@ -117,9 +117,7 @@ def model_run(key, value):
                  "on cluster_blocks: (bm * bk + bk * bn) * element_bytes."))
 def full_barrier_bytes(ns, report):
     name = 'expected_bytes'
-    fn, = need(ns, name)
-    if not callable(fn):
-        raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (bm, bn, bk, cluster_blocks, element_bytes)")
+    fn = need_function(ns, name, '(bm, bn, bk, cluster_blocks, element_bytes)')
 
     def ask(key):
         call = call_text(key)
@@ -225,8 +223,7 @@ def learner_strides(fn, name):
                  "starts 8 rows of 128 bytes into its box: SBO = 1024, whatever bk is."))
 def b_descriptor_strides(ns, report):
     name = 'b_strides'
-    fn, = need(ns, name)
-    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of bk")
+    fn = need_function(ns, name, 'bk')
     strides = learner_strides(fn, name)
     report.ok(f"{name} returns two whole numbers for bk = {and_list(K_PER_STAGE, sort=False)}, multiples of 16 that the "
               "descriptor's fields hold, the same when asked again in another order")
@@ -343,8 +340,7 @@ WRONG_ROLE = {
                  "alone: k_begin > 0 makes a 'contributor', else k_end < k_tiles a 'finisher', else 'whole'."))
 def stream_k_stretch(ns, report):
     name = 'stretch_pieces'
-    fn, = need(ns, name)
-    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of (start, end, k_tiles, first_unit)")
+    fn = need_function(ns, name, '(start, end, k_tiles, first_unit)')
     expected = stretch_keys()
 
     def ask(key):

@@ -73,6 +73,13 @@ def need(ns, *names):
     return [ns[n] for n in names]
 
 
+def need_function(ns, name, arguments):
+    "The learner's function `name`, or a sentence saying it is missing or is not a function of `arguments` (as text)."
+    fn, = need(ns, name)
+    if not callable(fn): raise NotYet(f"{name} is a {type(fn).__name__}; define it as a function of {arguments}")
+    return fn
+
+
 def shape_text(shape): return ' x '.join(map(str, shape))
 
 
