@@ -8,6 +8,10 @@ A kernel that gives each block one BM x BN tile of C launches ceil(M / BM) x cei
   costs depends on how fast a block runs with a multiprocessor to itself: the model below counts slots, not that);
 - **tile quantization**: an edge tile still costs a whole tile's work, on values outside the matrix.
 
+**Moved edge tiles** do not change that count: `tile_origins` gives each tile's first row and column as the
+every-shape kernel computes them, the last row and column of tiles moved back inside C so that no tile crosses its
+edge (they overlap their neighbours instead), and `draw_tile_origins` draws them.
+
 **Split-K** cuts K into `splits` pieces, so that each tile becomes `splits` independent units (more of them to fill
 the slots), at the price of adding the partial sums afterwards: each unit writes its BM x BN partial result in
 fp32, and a second pass reads the `splits` partial results and writes C. `plan` counts all this for one shape and
@@ -90,5 +94,38 @@ def draw_waves(p, title=None):
     ax.set_yticks(range(p.waves))
     ax.set_title(title or f"{p.tiles} tiles x {p.splits} split(s) = {p.units} units in {p.waves} wave(s): "
                           f"{p.busy:.0%} of slot time busy")
+    fig.tight_layout()
+    return fig
+
+
+def tile_origins(m, n, bm, bn, moved=True):
+    """The (first row, first column) of each bm x bn tile of an m x n C, row of tiles by row of tiles. With `moved`,
+    as the every-shape kernel places them: a tile that would cross the bottom or right edge moves back to end on it
+    (where C has at least bm rows, or bn columns), overlapping its neighbour; the tiles still cover C, and as many."""
+    for name, v in (('m', m), ('n', n), ('bm', bm), ('bn', bn)):
+        if not isinstance(v, int) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
+    rows = [min(r, m - bm) if moved and m >= bm else r for r in range(0, m, bm)]
+    cols = [min(c, n - bn) if moved and n >= bn else c for c in range(0, n, bn)]
+    return [(r, c) for r in rows for c in cols]
+
+
+def draw_tile_origins(m, n, bm, bn):
+    """C's outline and its tiles, before (left: edge tiles hang over C's edge) and after they move inside (right: they
+    overlap their neighbours, the overlap shaded darker). Returns the figure."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
+    edge = plt.get_cmap('tab10')(1)
+    for ax, moved in zip(axes, (False, True)):
+        for r, c in tile_origins(m, n, bm, bn, moved):
+            inside = r + bm <= m and c + bn <= n and (r % bm, c % bn) == (0, 0)
+            ax.add_patch(Rectangle((c, r), bn, bm, facecolor='tab:blue' if inside else edge, alpha=0.35,
+                                   edgecolor='black', linewidth=1))
+        ax.add_patch(Rectangle((0, 0), n, m, fill=False, edgecolor='crimson', linewidth=2.5))
+        ax.set_xlim(-4, math.ceil(n / bn) * bn + 4); ax.set_ylim(math.ceil(m / bm) * bm + 4, -4)
+        ax.set_aspect('equal'); ax.set_xlabel('column'); ax.set_ylabel('row')
+        ax.set_title("edge tiles cross C's edge (bounds checks)" if not moved else
+                     "edge tiles moved inside, overlapping (no checks)", fontsize=10)
+    fig.suptitle(f"{bm} x {bn} tiles on a {m} x {n} C (red outline): blue tiles whole, orange at an edge, darker where two overlap")
     fig.tight_layout()
     return fig

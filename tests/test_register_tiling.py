@@ -117,7 +117,8 @@ def test_numba_twin_rejects_bad_input_in_the_simulator():
 # Shapes for split-K: a K of 1 BK step (no split possible), a K that the pieces do not share evenly, unaligned rows
 # with tiles wholly inside (the unchecked float-by-float path), and a skinny one.
 SPLIT_SHAPES = ((300, 16, 260), (129, 1021, 263), (257, 1020, 131), (33, 4096, 64), (1, 999, 5),
-                (777, 1234, 999), (70, 130, 1031))   # rows on 8 bytes (K = 1234); C's width 3 past a multiple of 4
+                (777, 1234, 999), (70, 130, 1031),   # rows on 8 bytes (K = 1234); C's width 3 past a multiple of 4
+                (130, 77, 260), (1000, 40, 1000))     # ragged edges on aligned rows: the last tiles move inside C
 # Tiles of every kind the every-shape kernel comes in: 256 and 128 threads, BK 8 and 16, 64 x 64 to 128 x 256.
 SPLIT_TILES = (nb10.WARP_TILE, dict(BM=64, BN=128, BK=8, WM=32, WN=64, WMITER=1, TM=8, TN=4),
                dict(BM=64, BN=64, BK=16, WM=32, WN=32, WMITER=2, TM=4, TN=4),
@@ -165,6 +166,18 @@ def test_every_shape_main_loop_touches_no_local_memory(tile):
         ffma = [i for i, line in enumerate(lines) if 'FFMA' in line]
         assert len(ffma) >= 1024, lines[0]                     # the unrolled multiply-adds are there
         assert not [line for line in lines[ffma[0]:ffma[-1]] if re.search(r'\b(LDL|STL)', line)], lines[0]
+
+
+@gpu
+@pytest.mark.parametrize('splits', (1, 3))
+@pytest.mark.parametrize('w', (1000, 999))
+def test_moved_edge_tiles_give_the_bits_of_whole_tiles(splits, w):
+    "The last row and column of tiles move back inside C: their outputs have the bits the same product gives on a C of whole tiles."
+    import torch.nn.functional as F
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), splits)          # 128 x 128 tiles: 1000 = 7 x 128 + 104
+    m, n = torch.randn(1000, 300, device='cuda'), torch.randn(300, w, device='cuda')
+    whole = fn(F.pad(m, (0, 0, 0, 24)), F.pad(n, (0, 1024 - w)))           # 1024 x 1024: no tile moves
+    assert torch.equal(fn(m, n), whole[:1000, :w])
 
 
 @gpu

@@ -1,7 +1,8 @@
 """The wave model: tiles, waves, tile quantization and split-K on a CPU. Shapes in the course's (h, k, w) order."""
 import pytest
 
-from course.waves import best_splits, draw_waves, modeled_ms, plan
+import numpy as np
+from course.waves import best_splits, draw_tile_origins, draw_waves, modeled_ms, plan, tile_origins
 
 
 def test_a_skinny_problem_leaves_most_slots_idle_and_split_k_fills_them():
@@ -45,3 +46,42 @@ def test_the_drawing_marks_busy_and_idle_slots():
     assert (image >= 0).sum() == 32 and (image[3] == -1).sum() == 8
     assert set(image[image >= 0].ravel()) == {0, 1}
     plt.close(fig)
+
+
+def covered(m, n, bm, bn, origins):
+    "How many tiles cover each element of C, and whether any tile crosses C's edge."
+    hits = np.zeros((m, n), int)
+    for r, c in origins: hits[r:r + bm, c:c + bn] += 1
+    return hits, any(r + bm > m or c + bn > n for r, c in origins)
+
+
+@pytest.mark.parametrize('m, n, bm, bn', [(1000, 1000, 64, 128), (777, 999, 128, 256), (130, 260, 128, 128),
+                                          (256, 512, 128, 128)])
+def test_moved_edge_tiles_cover_c_inside_its_edges(m, n, bm, bn):
+    moved, where = tile_origins(m, n, bm, bn), tile_origins(m, n, bm, bn, moved=False)
+    assert len(moved) == len(where) == plan(m, 64, n, bm, bn).tiles           # as many tiles, as many blocks
+    hits, crosses = covered(m, n, bm, bn, moved)
+    assert hits.min() >= 1 and not crosses                                    # all of C, no index outside it
+    ragged = m % bm or n % bn
+    assert covered(m, n, bm, bn, where)[1] == bool(ragged)                    # unmoved: the edge tiles cross
+    assert (hits.max() > 1) == bool(ragged)                                   # moved: they overlap instead
+    assert len(set(moved)) == len(moved)
+
+
+def test_a_c_smaller_than_a_tile_keeps_its_tile_at_the_origin():
+    assert tile_origins(33, 64, 64, 128) == [(0, 0)]
+    assert tile_origins(200, 64, 64, 128) == [(0, 0), (64, 0), (128, 0), (136, 0)]
+
+
+def test_bad_tile_origins_are_refused():
+    for bad in ((0, 5, 4, 4), (5, 5, 4, 0), (5.0, 5, 4, 4)):
+        with pytest.raises(ValueError): tile_origins(*bad)
+
+
+def test_the_tile_drawing_shows_both_placements():
+    fig = draw_tile_origins(200, 300, 64, 128)
+    before, after = fig.axes
+    tiles = len(tile_origins(200, 300, 64, 128))
+    assert len(before.patches) == len(after.patches) == tiles + 1             # the tiles and C's outline
+    assert max(p.get_x() + p.get_width() for p in after.patches) == 300       # nothing past C's right edge
+    assert max(p.get_x() + p.get_width() for p in before.patches) > 300

@@ -15,11 +15,11 @@ import argparse, sys, time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))      # the course's modules, from any working folder
 
 
 def course_variants():
     "Every TemplateVariant notebooks 10 to 12 export for their timings, each once."
-    if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))
     from utils import import_notebook
     nb10, nb11, nb12 = (import_notebook(n) for n in ('10', '11', '12'))
     variants = [*nb10.SEARCH_SPACE, *nb10.EVERY_SHAPE_SPACE, *(k for k in nb10.ladder().values() if hasattr(k, 'build')),
