@@ -104,9 +104,9 @@ def tile_origins(m, n, bm, bn, moved=True):
     (where C has at least bm rows, or bn columns), overlapping its neighbour; the tiles still cover C, and as many."""
     for name, v in (('m', m), ('n', n), ('bm', bm), ('bn', bn)):
         if not isinstance(v, int) or v < 1: raise ValueError(f"{name} must be a positive int, got {v!r}")
-    rows = [min(r, m - bm) if moved and m >= bm else r for r in range(0, m, bm)]
-    cols = [min(c, n - bn) if moved and n >= bn else c for c in range(0, n, bn)]
-    return [(r, c) for r in rows for c in cols]
+    def starts(size, tile):                  # along one side: every tile's start, the last one moved back
+        return [min(s, size - tile) if moved and size >= tile else s for s in range(0, size, tile)]
+    return [(r, c) for r in starts(m, bm) for c in starts(n, bn)]
 
 
 def draw_tile_origins(m, n, bm, bn):
