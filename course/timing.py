@@ -1,5 +1,5 @@
 "Timing GPU work with CUDA events."
-import itertools
+import itertools, math, time
 from typing import NamedTuple
 
 
@@ -83,7 +83,15 @@ def verdict(ours, theirs, margin=0.02):
     return 'on par'
 
 
-def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, dtype='float32'):
+def rounds_to_run(rounds, round_seconds, min_seconds, most=1000):
+    """How many rounds a comparison runs: `rounds`, or more where that many rounds of `round_seconds` each would take
+    less than `min_seconds` (at most `most`)."""
+    if rounds < 1: raise ValueError(f"rounds must be at least 1, got {rounds}")
+    if min_seconds <= 0 or round_seconds <= 0: return rounds
+    return max(rounds, min(most, math.ceil(min_seconds / round_seconds)))
+
+
+def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, dtype='float32', min_seconds=0.0):
     """{name: Spread} for kernels fn(m, n) on h x k @ k x w (inputs of `dtype`), measured so that no kernel is favoured:
 
     - the inputs rotate through `l2_overflowing_inputs`, so none is served from L2 left warm by the call before;
@@ -91,7 +99,10 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
       untimed one, their mean: the GPU's time per call, not the CPU's launch), in an order that changes from
       round to round, so that a slow spell of the GPU (clock, heat,
       another process) falls on all of them alike instead of on whichever was timed then;
-    - `rounds` samples each (at least 20 for a claim), summarised as a median and an interquartile range.
+    - `rounds` samples each (at least 20 for a claim), summarised as a median and an interquartile range;
+    - with `min_seconds`, more rounds where `rounds` would pass quicker than that (`rounds_to_run`, from the time of
+      the warm-up): on a product of a few hundredths of a millisecond, 20 rounds last 10 to 15 ms, and a slow spell
+      of that length (a garbage collection, a clock settling) would fall on every round and move the median.
     Call it after any autotuning, so that the winner's time is a fresh measurement, not its selection run."""
     import random, torch
     from tqdm import tqdm
@@ -100,6 +111,12 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
     for name in names:                                        # warm up: compile, tune, allocate
         for m, n in sets[:2]: kernels[name](m, n)
     torch.cuda.synchronize()
+    if min_seconds > 0:                                       # a second warm-up, timed: how long a round lasts
+        start = time.perf_counter()
+        for name in names:
+            for m, n in sets[:2]: kernels[name](m, n)
+        torch.cuda.synchronize()
+        rounds = rounds_to_run(rounds, (time.perf_counter() - start) * (1 + back_to_back) / 2, min_seconds)
     samples = {name: [] for name in names}
     order, calls = random.Random(0), itertools.count()
     for _ in tqdm(range(rounds), desc=f"{h}x{k} @ {k}x{w}, {len(names)} kernels interleaved", disable=not progress,

@@ -5,7 +5,7 @@ import subprocess
 import pytest
 
 from course import profiling
-from course.timing import Spread, spread, verdict
+from course.timing import Spread, rounds_to_run, spread, verdict
 
 
 def test_spread_is_median_and_quartiles():
@@ -27,6 +27,16 @@ def test_verdict_calls_a_tiny_difference_on_par():
     assert verdict(a, b) == 'on par' and verdict(b, a) == 'on par'
     assert verdict(a, b, margin=0.005) == 'faster'
 
+
+
+def test_rounds_to_run_stretches_only_short_comparisons():
+    "Rounds of a 0.06 ms product (about 0.5 ms each) are added up to min_seconds; long rounds keep `rounds`."
+    assert rounds_to_run(20, 0.0005, 0.2) == 400                 # 20 rounds would last 10 ms
+    assert rounds_to_run(20, 0.08, 0.2) == 20                    # 6000³: 20 rounds already last 1.6 s
+    assert rounds_to_run(20, 0.0005, 0.0) == 20                  # without min_seconds: as asked
+    assert rounds_to_run(20, 1e-7, 0.2) == 1000                  # capped
+    assert rounds_to_run(20, 1e-7, 0.2, most=50) == 50
+    with pytest.raises(ValueError, match='at least 1'): rounds_to_run(0, 0.01, 0.2)
 
 CSV = '''==PROF== Connected to process 1
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"
