@@ -8,7 +8,7 @@ import pytest   # noqa: E402
 from course.checked_simulator import Trace, dim3   # noqa: E402
 from course.exercises.coalescing import first_uncoalesced   # noqa: E402
 from course.memory_access import (TRAFFIC_COUNTERS, WarpAccess, accesses, draw_accesses, draw_coalescing,   # noqa: E402
-                                  fewest_sectors, marked_cells, sector_counts, sectors_touched, traced_matmul,
+                                  fewest_sectors, marked_cells, sector_counts, sectors_touched, tile_load_sectors, traced_matmul,
                                   traffic, traffic_table, warp_accesses, with_x_and_y_swapped)
 from utils import import_notebook   # noqa: E402
 
@@ -158,3 +158,22 @@ def test_the_traffic_table():
     assert t == pytest.approx((53.7, 32.0, 3.2, 0.0105, 2.5, 3.0))
     head, line = traffic_table({'naive': t})
     assert line.split()[:3] == ['naive', '53.70', 'GB'] and line.split()[-1] == '3.00'
+
+
+def test_tile_load_sectors_counts_each_loads_sectors():
+    "B's tile of notebook 10 (rows of 128 floats, a warp a row): side by side, each float load spans the whole row."
+    assert tile_load_sectors(128, 4096, spread=False) == [16, 16, 16, 16]       # 4 floats apart: 512 bytes each
+    assert tile_load_sectors(128, 4096, spread=True) == [4, 4, 4, 4]            # 32 neighbours: 128 bytes each
+    # a row that does not start on a sector: one sector more, not four times as many
+    assert tile_load_sectors(128, 4095, spread=True, first_column=3) == [5, 5, 5, 5]
+    assert tile_load_sectors(128, 4095, spread=False, first_column=3) == [16, 17, 17, 17]
+    # rows of 16 floats (A's tile, BK = 16): 4 threads a row, a warp 8 rows
+    assert sum(tile_load_sectors(16, 4096, spread=False)) == 4 * 8 * 2
+    assert sum(tile_load_sectors(16, 4096, spread=True)) == 4 * 8
+    # the second warp reads the next rows: the same counts at another place
+    assert tile_load_sectors(64, 1000, spread=True, warp=1) == tile_load_sectors(64, 1000, spread=True, warp=0)
+
+
+def test_tile_load_sectors_rejects_impossible_tiles():
+    with pytest.raises(ValueError, match='multiple of 4'): tile_load_sectors(6, 100, spread=True)
+    with pytest.raises(ValueError, match='does not fit'): tile_load_sectors(128, 100, spread=True)
