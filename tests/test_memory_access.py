@@ -8,7 +8,7 @@ import pytest   # noqa: E402
 from course.checked_simulator import Trace, dim3   # noqa: E402
 from course.exercises.coalescing import first_uncoalesced   # noqa: E402
 from course.memory_access import (TRAFFIC_COUNTERS, WarpAccess, accesses, draw_accesses, draw_coalescing,   # noqa: E402
-                                  fewest_sectors, marked_cells, sector_counts, sectors_touched, tile_load_sectors, traced_matmul,
+                                  fewest_sectors, marked_cells, sector_counts, sectors_touched, tile_load_accesses, tile_load_sectors, traced_matmul,
                                   traffic, traffic_table, warp_accesses, with_x_and_y_swapped)
 from utils import import_notebook   # noqa: E402
 
@@ -177,3 +177,15 @@ def test_tile_load_sectors_counts_each_loads_sectors():
 def test_tile_load_sectors_rejects_impossible_tiles():
     with pytest.raises(ValueError, match='multiple of 4'): tile_load_sectors(6, 100, spread=True)
     with pytest.raises(ValueError, match='does not fit'): tile_load_sectors(128, 100, spread=True)
+
+
+def test_tile_load_accesses_are_what_the_counts_and_the_picture_read():
+    side, spread = tile_load_accesses(128, 4095, False, first_column=3), tile_load_accesses(128, 4095, True, first_column=3)
+    assert [a.nth for a in side] == [1, 2, 3, 4] and all(len(a.lanes) == 32 for a in side + spread)
+    assert side[1].indices == [3 + 4 * j + 1 for j in range(32)]          # thread j's second float, side by side
+    assert spread[1].indices == [3 + 32 + j for j in range(32)]           # 32 neighbours
+    assert not side[1].coalesced and spread[1].coalesced
+    fig = draw_coalescing([side[1], spread[1]], titles=['side by side', 'spread'])
+    titles = [ax.get_title() for ax in fig.axes]
+    assert '17 sectors' in titles[0] and '5 sectors' in titles[1]
+    plt.close(fig)
