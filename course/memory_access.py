@@ -258,6 +258,7 @@ def tile_load_sectors(tile_cols, width, spread, first_column=0, warp=0):
     "The sectors each of the 4 loads of `tile_load_accesses` (same arguments) touches: a list of 4 counts."
     return [a.sectors for a in tile_load_accesses(tile_cols, width, spread, first_column, warp)]
 
+
 def draw_coalescing(warp_accesses_, titles=None):
     """One panel per warp access: its 32 lanes (top), a line from each lane to the element it touches, and the
     32-byte sectors those elements lie in (bottom), each drawn as its 8 four-byte elements, the used ones

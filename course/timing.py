@@ -108,15 +108,15 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
     from tqdm import tqdm
     sets = l2_overflowing_inputs(h, k, w, dtype=dtype)
     names = list(kernels)
-    for name in names:                                        # warm up: compile, tune, allocate
-        for m, n in sets[:2]: kernels[name](m, n)
-    torch.cuda.synchronize()
-    if min_seconds > 0:                                       # a second warm-up, timed: how long a round lasts
+    def warm_up():                                            # every kernel on two input pairs; seconds taken
         start = time.perf_counter()
         for name in names:
             for m, n in sets[:2]: kernels[name](m, n)
         torch.cuda.synchronize()
-        rounds = rounds_to_run(rounds, (time.perf_counter() - start) * (1 + back_to_back) / 2, min_seconds)
+        return time.perf_counter() - start
+    warm_up()                                                 # compile, tune, allocate
+    if min_seconds > 0:                                       # a second warm-up, timed: how long a round lasts
+        rounds = rounds_to_run(rounds, warm_up() * (1 + back_to_back) / 2, min_seconds)
     samples = {name: [] for name in names}
     order, calls = random.Random(0), itertools.count()
     for _ in tqdm(range(rounds), desc=f"{h}x{k} @ {k}x{w}, {len(names)} kernels interleaved", disable=not progress,

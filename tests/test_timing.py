@@ -28,7 +28,6 @@ def test_verdict_calls_a_tiny_difference_on_par():
     assert verdict(a, b, margin=0.005) == 'faster'
 
 
-
 def test_rounds_to_run_stretches_only_short_comparisons():
     "Rounds of a 0.06 ms product (about 0.5 ms each) are added up to min_seconds; long rounds keep `rounds`."
     assert rounds_to_run(20, 0.0005, 0.2) == 400                 # 20 rounds would last 10 ms
@@ -37,6 +36,7 @@ def test_rounds_to_run_stretches_only_short_comparisons():
     assert rounds_to_run(20, 1e-7, 0.2) == 1000                  # capped
     assert rounds_to_run(20, 1e-7, 0.2, most=50) == 50
     with pytest.raises(ValueError, match='at least 1'): rounds_to_run(0, 0.01, 0.2)
+
 
 CSV = '''==PROF== Connected to process 1
 "ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Section Name","Metric Name","Metric Unit","Metric Value"
