@@ -232,31 +232,40 @@ def sector_counts(trace, block_dim):
     return {key: SectorCount(*t) for key, t in totals.items()}
 
 
-def tile_load_accesses(tile_cols, width, spread, first_column=0, warp=0):
+TILE_LAYOUTS = ('side by side', 'spread', 'down')
+
+
+def tile_load_accesses(tile_cols, width, layout, first_column=0, warp=0):
     """The 4 float-by-float loads (WarpAccess, nth 1 to 4) of warp `warp` when the threads of a block read a tile
-    whose rows are `tile_cols` floats long, 4 floats each (`tile_cols / 4` threads a row, as `TileInRegisters` in
-    notebook 10), from a row-major matrix `width` floats wide, the tile's first row at row 0 and first column at
-    `first_column`. Without `spread` a thread's 4 floats are neighbours (thread j of a row reads columns 4j .. 4j+3,
-    one per load), so each load's lanes are 4 floats apart; with `spread` they are `tile_cols / 4` apart (thread j
-    reads columns j, j + tile_cols/4, ...), so each load's lanes read neighbouring floats."""
+    whose rows are `tile_cols` floats long, 4 floats each, from a row-major matrix `width` floats wide, the tile's
+    first row at row 0 and first column at `first_column`: `TileInRegisters` of notebook 10, in one of its layouts.
+
+    - 'side by side': `tile_cols / 4` threads a row, thread j of a row reads columns 4j .. 4j+3, one per load, so each
+      load's lanes are 4 floats apart;
+    - 'spread': the same threads, thread j reads columns j, j + tile_cols/4, ...: each load's lanes read neighbours;
+    - 'down': `tile_cols` threads share 4 rows, thread j reads column j of each, one row per load: each load's lanes
+      read neighbours too, a whole row of the tile per `tile_cols` lanes."""
+    if layout not in TILE_LAYOUTS: raise ValueError(f"layout must be one of {TILE_LAYOUTS}, got {layout!r}")
     if tile_cols % 4 or not 4 <= tile_cols <= 4 * WARP_SIZE * 1024:
         raise ValueError(f"a tile row must be a positive multiple of 4 floats, got {tile_cols}")
     if width < first_column + tile_cols: raise ValueError(f"a tile of {tile_cols} columns at column {first_column} "
                                                          f"does not fit a matrix {width} wide")
-    per_row, loads = tile_cols // 4, []
+    across = tile_cols if layout == 'down' else tile_cols // 4       # threads along one row (down: along 4 rows)
+    loads = []
     for load in range(4):
         lanes = []
         for lane in range(WARP_SIZE):
-            row, j = divmod(warp * WARP_SIZE + lane, per_row)
-            column = j + load * per_row if spread else 4 * j + load
+            group, j = divmod(warp * WARP_SIZE + lane, across)
+            row, column = {'side by side': (group, 4 * j + load), 'spread': (group, j + load * across),
+                           'down': (4 * group + load, j)}[layout]
             lanes.append((lane, row * width + first_column + column))
         loads.append(WarpAccess((0, 0), warp, 'read', 'the tile', load + 1, tuple(lanes), (WARP_SIZE * (warp + 1), 1)))
     return loads
 
 
-def tile_load_sectors(tile_cols, width, spread, first_column=0, warp=0):
+def tile_load_sectors(tile_cols, width, layout, first_column=0, warp=0):
     "The sectors each of the 4 loads of `tile_load_accesses` (same arguments) touches: a list of 4 counts."
-    return [a.sectors for a in tile_load_accesses(tile_cols, width, spread, first_column, warp)]
+    return [a.sectors for a in tile_load_accesses(tile_cols, width, layout, first_column, warp)]
 
 
 def draw_coalescing(warp_accesses_, titles=None):

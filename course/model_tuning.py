@@ -110,7 +110,7 @@ def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=T
     for v in tqdm(list(variants), desc='calibrating the model', unit='variant', disable=not progress):
         for aligned, pair in shapes.items():
             timings = {shape: time_ms(v, *shape) for shape in pair}
-            calibration[variant_key(v.params, aligned)] = fit_rates(v.params, v.resources()['blocks_per_sm'], timings, sms)
+            calibration[variant_key(v.params, aligned)] = fit_rates(v.params, v.resources(aligned)['blocks_per_sm'], timings, sms)
     return calibration
 
 

@@ -19,6 +19,11 @@ LAUNCHER = r'''
 // The kernel, and its version for rows that do not all start on 16 bytes: the same one unless the template has
 // a parameter ALIGNED, which makes the two versions separate kernels with registers of their own.
 static const auto kernel = {kernel}<{args}>, kernel_unaligned = {kernel}<{args_unaligned}>;
+template <typename Kernel> static int resource_of(Kernel k, int which);          // in RESOURCES, below
+// What the runtime says of kernel_unaligned, as kernel_resource does of kernel.
+extern "C" int unaligned_kernel_resource(int which) {{
+    return resource_of(kernel_unaligned, which);
+}}
 static const int THREADS = {threads}, SHARED = {shared};
 // `copies` blocks per BM x BN tile of C, in a 1-D grid (no 65535 limit): 1, unless the kernel splits K (see matmul_split).
 static cudaError_t launch_tiles(const {c_in}* A, const {c_in}* B, {c_out}* C, int M, int N, int K, int copies, cudaStream_t stream) {{
@@ -47,14 +52,32 @@ extern "C" int pieces_of_k(int K, int splits) {{
     return cdiv(steps, per_piece);
 }}
 // C (M x N) = the sum of the `pieces` partial products in W (each M rows of ldw floats), added in the same order every
-// time (the same bits every run).
+// time (the same bits every run). A thread adds 4 neighbouring outputs of a row: ldw is a multiple of 4 and W starts
+// on 16 bytes, so it reads them as one float4 from each piece, and writes them as one where C's rows allow. The last
+// 4 of a row may pass N (where N is not a multiple of 4): those columns of the workspace were never written, so that
+// thread reads and adds only the columns inside C, float by float.
 __global__ void add_partials(const float* __restrict__ W, float* __restrict__ C, int M, int N, int ldw, int pieces) {{
-    const long long count = (long long)M * N, piece_size = (long long)M * ldw;
+    const int quads = ldw / 4;                                         // float4s in a row of a piece
+    const long long count = (long long)M * quads;                      // ... and in a piece
+    const float4* __restrict__ W4 = reinterpret_cast<const float4*>(W);
+    const bool vector = N % 4 == 0 && (uintptr_t)C % 16 == 0;
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {{
-        const long long w = i / N * ldw + i % N;
-        float sum = W[w];
-        for (int p = 1; p < pieces; ++p) sum += W[p * piece_size + w];
-        C[i] = sum;
+        const int c = (int)(i % quads) * 4;
+        float* out = C + i / quads * N + c;
+        if (c + 4 <= N) {{
+            float4 sum = W4[i];
+            for (int p = 1; p < pieces; ++p) {{
+                const float4 v = W4[p * count + i];
+                sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+            }}
+            if (vector) *reinterpret_cast<float4*>(out) = sum;
+            else {{ out[0] = sum.x; out[1] = sum.y; out[2] = sum.z; out[3] = sum.w; }}
+        }} else
+            for (int e = 0; c + e < N; ++e) {{
+                float sum = W[4 * i + e];
+                for (int p = 1; p < pieces; ++p) sum += W[4 * (p * count + i) + e];
+                out[e] = sum;
+            }}
     }}
 }}
 // Split-K: the kernel writes pieces_of_k(K, splits) partial products into the workspace W (at least splits x M x ldw
@@ -66,7 +89,7 @@ extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, fl
     if (pieces == 1) return launch_tiles(A, B, C, M, N, K, 1, stream);
     const cudaError_t launched = launch_tiles(A, B, W, M, N, K, pieces, stream);
     if (launched != cudaSuccess) return launched;
-    const long long blocks = ((long long)M * N + 255) / 256;
+    const long long blocks = ((long long)M * ((N + 3) / 4) + 255) / 256;     // a thread per float4 of C
     add_partials<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(W, C, M, N, (N + 3) / 4 * 4, pieces);
     return cudaGetLastError();
 }}
@@ -74,16 +97,19 @@ extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, fl
 
 # Read back by `TemplateVariant.resources`; joined to every launcher (it names `kernel`, THREADS and SHARED).
 RESOURCES = r'''
-// Of `kernel` (for aligned rows, where there are two): 0: registers per thread, 1: shared memory per block (bytes), 2: blocks per
-// multiprocessor, 3: local memory per thread
-extern "C" int kernel_resource(int which) {{
+// Of a kernel (`kernel` for kernel_resource): 0: registers per thread, 1: shared memory per block (bytes), 2: blocks
+// per multiprocessor, 3: local memory per thread
+template <typename Kernel> static int resource_of(Kernel k, int which) {{
     cudaFuncAttributes attr;
-    if (cudaFuncGetAttributes(&attr, kernel) != cudaSuccess) return -1;
+    if (cudaFuncGetAttributes(&attr, k) != cudaSuccess) return -1;
     int blocks = 0;
-    cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, THREADS, SHARED);
+    cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
+    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, k, THREADS, SHARED);
     const int values[] = {{attr.numRegs, (int)attr.sharedSizeBytes + SHARED, blocks, (int)attr.localSizeBytes}};
     return values[which];
+}}
+extern "C" int kernel_resource(int which) {{
+    return resource_of(kernel, which);
 }}
 '''
 
@@ -134,11 +160,14 @@ class TemplateVariant:
         self.build()._module.matmul(m, n, out, h, w, k)
         return out
 
-    def resources(self):
+    def resources(self, aligned=True):
         """Registers and local memory per thread, shared KiB per block, threads per block, blocks per SM and
-        occupancy, from the CUDA runtime."""
+        occupancy, from the CUDA runtime: of the kernel for aligned rows, or (`aligned=False`, where the launcher has
+        two) of the one for unaligned rows."""
         import torch
-        regs, shared, blocks, local = (self.build()._module.kernel_resource(i) for i in range(4))
+        module = self.build()._module
+        read = module.kernel_resource if aligned else module.unaligned_kernel_resource
+        regs, shared, blocks, local = (read(i) for i in range(4))
         per_sm = torch.cuda.get_device_properties(0).max_threads_per_multi_processor
         return dict(registers=regs, shared_kib=shared / 1024, threads=self.threads, blocks_per_sm=blocks,
                     occupancy=blocks * self.threads / per_sm, local_bytes=local)
@@ -174,7 +203,7 @@ class SplitK:
         self.variant._module.matmul_split(m, n, out, work, h, w, k, pieces)
         return out
 
-    def resources(self): return self.variant.resources()
+    def resources(self, aligned=True): return self.variant.resources(aligned)
 
     def __repr__(self): return f"{self.variant!r} x {self.splits} split(s) of K"
 
@@ -205,6 +234,6 @@ class Padded:
         c = self.candidate(F.pad(m, (0, k4 - k)), F.pad(n, (0, w4 - w, 0, k4 - k)))     # zeros: they add nothing
         return c[:, :w].contiguous()
 
-    def resources(self): return self.candidate.resources()
+    def resources(self, aligned=True): return self.candidate.resources(aligned)
 
     def __repr__(self): return f"{self.candidate!r}, on copies padded to widths of 4"

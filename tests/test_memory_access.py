@@ -162,29 +162,38 @@ def test_the_traffic_table():
 
 def test_tile_load_sectors_counts_each_loads_sectors():
     "B's tile of notebook 10 (rows of 128 floats, a warp a row): side by side, each float load spans the whole row."
-    assert tile_load_sectors(128, 4096, spread=False) == [16, 16, 16, 16]       # 4 floats apart: 512 bytes each
-    assert tile_load_sectors(128, 4096, spread=True) == [4, 4, 4, 4]            # 32 neighbours: 128 bytes each
+    assert tile_load_sectors(128, 4096, 'side by side') == [16, 16, 16, 16]     # 4 floats apart: 512 bytes each
+    assert tile_load_sectors(128, 4096, 'spread') == [4, 4, 4, 4]               # 32 neighbours: 128 bytes each
     # a row that does not start on a sector: one sector more, not four times as many
-    assert tile_load_sectors(128, 4095, spread=True, first_column=3) == [5, 5, 5, 5]
-    assert tile_load_sectors(128, 4095, spread=False, first_column=3) == [16, 17, 17, 17]
-    # rows of 16 floats (A's tile, BK = 16): 4 threads a row, a warp 8 rows
-    assert sum(tile_load_sectors(16, 4096, spread=False)) == 4 * 8 * 2
-    assert sum(tile_load_sectors(16, 4096, spread=True)) == 4 * 8
+    assert tile_load_sectors(128, 4095, 'spread', first_column=3) == [5, 5, 5, 5]
+    assert tile_load_sectors(128, 4095, 'side by side', first_column=3) == [16, 17, 17, 17]
+    # rows of 16 floats (A's tile, BK = 16): side by side and spread, 4 threads a row, a warp 8 rows; down, 16 threads
+    # a row, a warp 2 rows per load, 8 rows in its 4 loads
+    assert sum(tile_load_sectors(16, 4096, 'side by side')) == 4 * 8 * 2
+    assert sum(tile_load_sectors(16, 4096, 'spread')) == 4 * 8
+    assert tile_load_sectors(16, 4096, 'down') == [4, 4, 4, 4]                  # 2 rows of 64 bytes: 2 sectors each
+    # on unaligned rows, down touches each row's sectors once: the fewest there are (spread: 44, side by side: 80)
+    starts = [row * 4095 + 3 for row in range(8)]
+    assert sum(tile_load_sectors(16, 4095, 'down', first_column=3)) == sum((s + 15) // 8 - s // 8 + 1 for s in starts) == 23
     # the second warp reads the next rows: the same counts at another place
-    assert tile_load_sectors(64, 1000, spread=True, warp=1) == tile_load_sectors(64, 1000, spread=True, warp=0)
+    for layout in ('spread', 'down'):
+        assert tile_load_sectors(64, 1000, layout, warp=1) == tile_load_sectors(64, 1000, layout, warp=0)
 
 
 def test_tile_load_sectors_rejects_impossible_tiles():
-    with pytest.raises(ValueError, match='multiple of 4'): tile_load_sectors(6, 100, spread=True)
-    with pytest.raises(ValueError, match='does not fit'): tile_load_sectors(128, 100, spread=True)
+    with pytest.raises(ValueError, match='multiple of 4'): tile_load_sectors(6, 100, 'spread')
+    with pytest.raises(ValueError, match='does not fit'): tile_load_sectors(128, 100, 'spread')
+    with pytest.raises(ValueError, match='layout'): tile_load_sectors(128, 4096, True)
 
 
 def test_tile_load_accesses_are_what_the_counts_and_the_picture_read():
-    side, spread = tile_load_accesses(128, 4095, False, first_column=3), tile_load_accesses(128, 4095, True, first_column=3)
+    side, spread = (tile_load_accesses(128, 4095, layout, first_column=3) for layout in ('side by side', 'spread'))
     assert [a.nth for a in side] == [1, 2, 3, 4] and all(len(a.lanes) == 32 for a in side + spread)
     assert side[1].indices == [3 + 4 * j + 1 for j in range(32)]          # thread j's second float, side by side
     assert spread[1].indices == [3 + 32 + j for j in range(32)]           # 32 neighbours
     assert not side[1].coalesced and spread[1].coalesced
+    down = tile_load_accesses(16, 4095, 'down', first_column=3)
+    assert down[1].indices == [(1 if j < 16 else 5) * 4095 + 3 + j % 16 for j in range(32)]   # rows 1 and 5, 16 floats each
     fig = draw_coalescing([side[1], spread[1]], titles=['side by side', 'spread'])
     titles = [ax.get_title() for ax in fig.axes]
     assert '17 sectors' in titles[0] and '5 sectors' in titles[1]

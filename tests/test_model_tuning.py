@@ -86,11 +86,16 @@ def test_padding_bytes_counts_each_copy():
 
 def test_calibrate_fits_each_variant_aligned_and_not():
     from course.model_tuning import calibrate
-    vs = [SimpleNamespace(**variant(bm, bn).__dict__, resources=lambda r=r: {'blocks_per_sm': r.blocks_per_sm})
+    asked = []
+    def resources(aligned, r):
+        asked.append(aligned)
+        return {'blocks_per_sm': r.blocks_per_sm}
+    vs = [SimpleNamespace(**variant(bm, bn).__dict__, resources=lambda aligned=True, r=r: resources(aligned, r))
           for (bm, bn), r in TRUE_RATES.items()]
     shapes = {True: ((4096, 256, 4096), (4096, 4096, 4096)), False: ((4095, 255, 4095), (4095, 4095, 4095))}
     cal = calibrate(vs, SMS, shapes, time_ms=true_ms, progress=False)
     assert len(cal) == 2 * len(vs)
+    assert sorted(asked) == [False] * len(vs) + [True] * len(vs)     # each instantiation's own occupancy
     for v in vs:
         for aligned in (True, False):
             assert cal[variant_key(v.params, aligned)].step_ms == pytest.approx(TRUE_RATES[v.params['BM'], v.params['BN']].step_ms, rel=0.05)

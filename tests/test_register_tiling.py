@@ -48,6 +48,16 @@ def test_search_space_is_well_formed():
         assert (p['BM'] * p['BK'] // 4) % v.threads == 0 and (p['BK'] * p['BN'] // 4) % v.threads == 0
 
 
+def test_min_blocks_follow_threads_and_outputs():
+    "64 outputs a thread: 2 blocks of 256 threads or 3 of 128; 128 outputs: 1; a tile may name its own."
+    for v in nb10.EVERY_SHAPE_SPACE:
+        outputs = v.params['WM'] * v.params['WN'] // 32
+        assert v.params['MIN_BLOCKS'] == ({256: 2, 128: 3}[v.threads] if outputs == 64 else 1), repr(v)
+    tile = dict(BM=128, BN=64, BK=16, WM=32, WN=64, WMITER=1, TM=8, TN=4)
+    assert nb10.every_shape(**tile).params['MIN_BLOCKS'] == 3 and nb10.every_shape(**tile, MIN_BLOCKS=2).params['MIN_BLOCKS'] == 2
+    assert '128, 2, 8, false>' in nb10.every_shape(**tile, MIN_BLOCKS=2).source
+
+
 def test_loads_per_fma_fall_step_by_step():
     "The arithmetic of the notebook: each step needs fewer shared-memory load instructions per FMA."
     per_fma = [nb10.loads_per_fma(nb10.ladder_params(name, fn))[0] for name, fn in nb10.ladder().items()]
@@ -90,6 +100,14 @@ def test_wrappers_reject_bad_input(name):
         with pytest.raises((ValueError, TypeError)) as e: fn(*args)
         assert len(str(e.value).splitlines()[0]) < 200, what
     torch.cuda.synchronize()
+
+
+@gpu
+def test_both_instantiations_fit_the_same_blocks_per_multiprocessor():
+    "The unaligned kernel of each every-shape variant runs as many blocks at once as the aligned one (MIN_BLOCKS sees to it)."
+    for v in nb10.EVERY_SHAPE_SPACE:
+        aligned, unaligned = v.resources(True), v.resources(False)
+        assert unaligned['blocks_per_sm'] == aligned['blocks_per_sm'] >= 1, (repr(v), aligned, unaligned)
 
 
 @gpu
