@@ -61,6 +61,9 @@ __global__ void add_partials(const float* __restrict__ W, float* __restrict__ C,
     const long long count = (long long)M * quads;                      // ... and in a piece
     const float4* __restrict__ W4 = reinterpret_cast<const float4*>(W);
     const bool vector = N % 4 == 0 && (uintptr_t)C % 16 == 0;
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");   // launched early (see matmul_split): wait for the pieces
+#endif
     for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x) {{
         const int c = (int)(i % quads) * 4;
         float* out = C + i / quads * N + c;
@@ -82,7 +85,9 @@ __global__ void add_partials(const float* __restrict__ W, float* __restrict__ C,
 }}
 // Split-K: the kernel writes pieces_of_k(K, splits) partial products into the workspace W (at least splits x M x ldw
 // floats, ldw = N rounded up to a multiple of 4), then add_partials sums them into C: a second pass, rather than
-// atomic adds into C.
+// atomic adds into C. On Hopper and later the second pass is a programmatic dependent launch: the GPU may start it
+// before the first kernel has drained, instead of after a gap of a few microseconds, and each of its threads waits in
+// griddepcontrol.wait until the first kernel's writes are done and visible.
 extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, float* W, int M, int N, int K, int splits,
                                     cudaStream_t stream) {{
     const int pieces = pieces_of_k(K, splits);
@@ -90,8 +95,22 @@ extern "C" cudaError_t matmul_split(const float* A, const float* B, float* C, fl
     const cudaError_t launched = launch_tiles(A, B, W, M, N, K, pieces, stream);
     if (launched != cudaSuccess) return launched;
     const long long blocks = ((long long)M * ((N + 3) / 4) + 255) / 256;     // a thread per float4 of C
-    add_partials<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, stream>>>(W, C, M, N, (N + 3) / 4 * 4, pieces);
-    return cudaGetLastError();
+    static const bool dependent_launch = [] {{
+        int device = 0, major = 0;
+        cudaGetDevice(&device);
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+        return major >= 9;
+    }}();
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config = {{}};
+    config.gridDim = dim3((unsigned)(blocks < 4096 ? blocks : 4096));
+    config.blockDim = dim3(256);
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = dependent_launch ? 1 : 0;
+    return cudaLaunchKernelEx(&config, add_partials, (const float*)W, C, M, N, (N + 3) / 4 * 4, pieces);
 }}
 '''
 
