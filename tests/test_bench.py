@@ -209,7 +209,9 @@ def test_shape_set_targets_find_the_worst_shape_and_triton_wins(nb, bench):
     assert lines[1].endswith('met; Triton faster on 1 of 3 (b)')
     missed = shape_results(nb, {'a': 1.2, 'b': 1.0, 'c': 1.0}, {'a': 1.1, 'b': 0.9, 'c': 1.3})
     lines = nb.shape_set_targets(missed)
-    assert ': missed; the worst, a, at 1.20x (9% over)' in lines[0] and lines[1].startswith('faster than Triton fp32 on all shapes but at most one: missed')
+    assert ': missed; the worst, a, at 1.200x (9.1% over)' in lines[0] and lines[1].startswith('faster than Triton fp32 on all shapes but at most one: missed')
+    just_over = shape_results(nb, {'a': 1.1004, 'b': 1.0}, {'a': 1.2, 'b': 1.2})
+    assert ': missed; the worst, a, at 1.100x (0.036% over)' in nb.shape_set_targets(just_over)[0]   # not "1.10x (0% over)"
     md = bench.shape_set_markdown(nb, met).splitlines()
     assert md[0].startswith('**fp32 on every shape**') and sum(l.startswith('| a |') for l in md) == 1
     assert [c.strip() for c in next(l for l in md if l.startswith('| b |')).strip('|').split('|')] == ['b', '8x8x8', '1.000', '1.08', 'slower', '1.00']
