@@ -16,7 +16,7 @@ own helpers, and imports of what the notebooks use from here.
 | `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
 | `drawings` | the figures the notebooks draw: the tiling of notebook 02, the warp-tile map and the double-buffering timeline of notebook 10 |
-| `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace; their drawings; the memory-traffic table from ncu |
+| `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace, and of a tile's float-by-float loads in each of notebook 10's layouts; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
 | `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass; `Padded`: a candidate run on zero-padded copies whose rows start on 16 bytes |
