@@ -57,6 +57,17 @@ def extern_c_functions(src):
     return funcs
 
 
+def current_stream_handle(device=None):
+    """torch's current stream on `device` (an index; the current device unless said), as the integer a cudaStream_t
+    parameter takes. torch.cuda.current_stream() builds a Python Stream object to answer this, which costs a few
+    microseconds a call: as much as a small kernel's launch. The private call that Triton's launcher also uses takes
+    a fraction of that; where this torch has not got it, the public one."""
+    import torch
+    raw = getattr(torch._C, '_cuda_getCurrentRawStream', None)
+    if raw is None: return torch.cuda.current_stream(device).cuda_stream
+    return raw(torch._C._cuda_getDevice() if device is None else device)
+
+
 class CudaError(RuntimeError):
     "A CUDA call or kernel launch reported an error."
 
@@ -92,7 +103,7 @@ class CudaModule:
         def call(*args):
             args = list(args)
             if takes_stream and len(args) == len(params) - 1:
-                args.append(torch.cuda.current_stream().cuda_stream)
+                args.append(current_stream_handle())
             if len(args) != len(params):
                 raise TypeError(f"{name} takes {len(params)} arguments ({', '.join(params)}), got {len(args)}")
             for i, (a, p) in enumerate(zip(args, is_ptr)):
@@ -104,12 +115,21 @@ class CudaModule:
                         raise TypeError(f"{name}: argument {i} ({params[i]}) must be a {dtypes[i]} tensor, got {a.dtype}")
                     args[i] = a.data_ptr()
             res = f(*args)
-            if ret == 'cudaError_t' and res != 0:
-                raise CudaError(f"{name}: {self._lib.course_cuda_error_string(res).decode()} (CUDA error {res})")
+            if ret == 'cudaError_t': self.raise_if_error(name, res)
             return res
         call.__name__ = name
         call.__doc__ = f"{name}({', '.join(params)})"
         return call
+
+    def raise_if_error(self, name, code):
+        "Raise CudaError, with CUDA's own message, if `code` (a cudaError_t that function `name` returned) is not success."
+        if code != 0: raise CudaError(f"{name}: {self._lib.course_cuda_error_string(code).decode()} (CUDA error {code})")
+
+    def unchecked(self, name):
+        """The ctypes function `name` itself, without the method's checks: pointers passed as ints (a tensor's
+        data_ptr()), the stream given, and a cudaError_t returned, not raised (`raise_if_error` raises it). For a
+        caller that has checked its tensors already, and is called often enough for the checks' microseconds to count."""
+        return self.functions[name][0]
 
     def __repr__(self): return f"<CudaModule {Path(self.path).name}: {', '.join(self.functions)}>"
 

@@ -12,7 +12,7 @@ Tensor-core kernels take other element types (`dtype` for A and B, `out_dtype` f
 """
 import re
 
-from .cuda_library import compile_cuda, cuda_prelude
+from .cuda_library import compile_cuda, cuda_prelude, current_stream_handle
 from .input_checks import check_matmul_inputs
 
 LAUNCHER = r'''
@@ -195,6 +195,26 @@ class TemplateVariant:
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items() if k != 'vector')})"
 
 
+# Split-K's workspaces, one per (GPU, stream), kept from call to call as cuBLAS keeps its own: a call finds the
+# workspace free, since the calls before it on its stream have ended, while calls on other streams, which may run
+# at the same time, have workspaces of their own. Only workspaces up to WORKSPACE_KEPT_BYTES are kept: a product
+# that needs more runs long enough for an allocation's microseconds not to count.
+WORKSPACE_KEPT_BYTES = 64 * 2**20
+_WORKSPACES = {}
+
+
+def split_k_workspace(floats, device, stream):
+    """A float32 tensor of at least `floats` elements on GPU `device` (an index), for split-K's partial products on
+    `stream` (a cudaStream_t, as an int). While a CUDA graph is being captured, a new one: the graph keeps what it
+    allocates."""
+    import torch
+    if floats * 4 > WORKSPACE_KEPT_BYTES or torch.cuda.is_current_stream_capturing():
+        return torch.empty(floats, device=device)
+    work = _WORKSPACES.get((device, stream))
+    if work is None or work.numel() < floats: work = _WORKSPACES[device, stream] = torch.empty(floats, device=device)
+    return work
+
+
 class SplitK:
     """A TemplateVariant whose kernel can split K (one built with `launcher=LAUNCHER + SPLIT_K_LAUNCHER`), run with K
     cut into `splits` pieces (fewer where K has fewer BK steps): callable as fn(m, n), like the variant itself. Its
@@ -203,23 +223,30 @@ class SplitK:
         if not isinstance(splits, int) or splits < 1: raise ValueError(f"splits must be a positive int, got {splits!r}")
         self.variant, self.splits = variant, splits
         self.params, self.source, self.threads = {**variant.params, 'splits': splits}, variant.source, variant.threads
+        self._pieces = {}                                  # K -> pieces(K), asked of the library once per K
 
     def build(self):
         self.variant.build()
+        self._launch = self.variant._module.unchecked('matmul_split')
         return self
 
     def pieces(self, k):
         "The pieces K is cut into for this K."
-        return self.build().variant._module.pieces_of_k(k, self.splits)
+        if k not in self._pieces: self._pieces[k] = self.build().variant._module.pieces_of_k(k, self.splits)
+        return self._pieces[k]
 
     def __call__(self, m, n):
+        # On a product of a few hundredths of a millisecond, a call must cost the CPU much less than the GPU's time,
+        # or the GPU waits for the next call: so the inputs are checked once, here, the pieces and the workspace
+        # are found without asking the library or allocating, and the library's function gets bare pointers.
         import torch
         h, k, w = check_matmul_inputs(m, n)
-        out = torch.empty(h, w, device=m.device)
-        pieces = self.pieces(k)
+        out, pieces, device = torch.empty(h, w, device=m.device), self.pieces(k), m.get_device()
+        stream = current_stream_handle(device)
         # the partial products, in rows of w rounded up to a multiple of 4 floats (see SPLIT_K_LAUNCHER)
-        work = out if pieces == 1 else torch.empty(pieces * h * padded_widths(k, w)[1], device=m.device)
-        self.variant._module.matmul_split(m, n, out, work, h, w, k, pieces)
+        work = out if pieces == 1 else split_k_workspace(pieces * h * padded_widths(k, w)[1], device, stream)
+        error = self._launch(m.data_ptr(), n.data_ptr(), out.data_ptr(), work.data_ptr(), h, w, k, self.splits, stream)
+        if error: self.variant._module.raise_if_error('matmul_split', error)
         return out
 
     def resources(self, aligned=True): return self.variant.resources(aligned)

@@ -198,13 +198,90 @@ def test_moved_edge_tiles_give_the_bits_of_whole_tiles(splits, w):
     assert torch.equal(fn(m, n), whole[:1000, :w])
 
 
+def piece_by_piece(fn, m, n):
+    """What a SplitK should return, built without it: the product of each piece of K (cut where the kernel cuts it,
+    whole BK steps), each computed with one piece, then added piece 0 first."""
+    k, bk = m.shape[1], fn.params['BK']
+    steps, pieces = -(-k // bk), fn.pieces(k)
+    per_piece = -(-steps // pieces) * bk
+    one = nb10.SplitK(fn.variant, 1)
+    parts = [one(m[:, a:a + per_piece].contiguous(), n[a:a + per_piece].contiguous()) for a in range(0, k, per_piece)]
+    assert len(parts) == pieces
+    total = parts[0]
+    for part in parts[1:]: total = total + part
+    return total
+
+
 @gpu
-def test_split_k_gives_the_same_bits_every_run():
-    "The pieces are added by a second pass in a fixed order, not by atomics: two runs agree to the bit."
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 8)
-    m, n = torch.randn(256, 8192, device='cuda'), torch.randn(8192, 512, device='cuda')
-    assert fn.pieces(8192) == 8
-    assert torch.equal(fn(m, n), fn(m, n))
+@pytest.mark.parametrize('tile', SPLIT_TILES[:3], ids=('128x128', '64x128', '64x64'))
+def test_split_k_adds_the_pieces_in_their_order_every_run(tile):
+    """The second pass adds the pieces piece 0 first, not in the order the blocks finish (as atomic adds would): the
+    bits of the pieces' own products added in that order, on every run."""
+    torch.manual_seed(0)
+    for splits, (h, k, w) in ((3, (777, 1234, 999)), (8, (256, 2048, 512)), (5, (130, 77, 260)), (2, (1, 999, 5)),
+                              (16, (70, 4096, 1031))):
+        fn = nb10.SplitK(nb10.every_shape(**tile), splits)
+        m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+        expected = piece_by_piece(fn, m, n)
+        for _ in range(5): assert torch.equal(fn(m, n), expected), f"{fn} on {h}x{k}x{w}"
+
+
+@gpu
+def test_split_k_on_two_streams_at_once():
+    "Calls on two streams, which may run at the same time, each get their own product (and workspace)."
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 6)
+    pairs = [(torch.randn(256, 4096, device='cuda'), torch.randn(4096, 512, device='cuda')) for _ in range(2)]
+    expected = [fn(m, n) for m, n in pairs]
+    streams = [torch.cuda.Stream() for _ in pairs]
+    for s in streams: s.wait_stream(torch.cuda.current_stream())
+    results = [[], []]
+    for _ in range(20):
+        for i, ((m, n), s) in enumerate(zip(pairs, streams)):
+            with torch.cuda.stream(s): results[i].append(fn(m, n))
+    torch.cuda.synchronize()
+    for i in range(2): assert all(torch.equal(r, expected[i]) for r in results[i])
+
+
+@gpu
+def test_split_k_in_a_cuda_graph():
+    "Captured in a CUDA graph (the launches go to the capturing stream) and replayed on new inputs, the product stays right."
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 4)
+    m, n = torch.randn(300, 2048, device='cuda'), torch.randn(2048, 500, device='cuda')
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side): fn(m, n)                # warm up off the default stream, as capture asks
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph): out = fn(m, n)
+    for _ in range(3):
+        m.copy_(torch.randn_like(m)); n.copy_(torch.randn_like(n))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, fn(m, n))
+        torch.testing.assert_close(out, (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3)
+
+
+@gpu
+def test_split_k_keeps_a_workspace_per_stream_and_only_small_ones(monkeypatch):
+    """Calls on one stream share one workspace, grown when a product needs more; one larger than
+    WORKSPACE_KEPT_BYTES is allocated for its call and not kept."""
+    from course import template_variants
+    from course.cuda_library import current_stream_handle
+    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 4)
+    key = (torch.cuda.current_device(), current_stream_handle())
+    def run(h, k, w):
+        m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+        torch.testing.assert_close(fn(m, n), (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3)
+        return template_variants._WORKSPACES.get(key)
+    template_variants._WORKSPACES.pop(key, None)
+    small = run(256, 2048, 256)
+    assert small is not None and small.numel() >= 4 * 256 * 256
+    assert run(200, 2048, 250) is small                                     # needs less: the same one
+    grown = run(512, 2048, 512)
+    assert grown is not small and grown.numel() >= 4 * 512 * 512
+    monkeypatch.setattr(template_variants, 'WORKSPACE_KEPT_BYTES', 4 * 512 * 512 * 4 - 1)
+    template_variants._WORKSPACES.pop(key)
+    assert run(512, 2048, 512) is None                                      # too large to keep
 
 
 @gpu

@@ -150,6 +150,21 @@ def test_compile_cuda_builds_and_caches(tmp_path, monkeypatch):
 
 
 @nvcc_needed
+def test_unchecked_function_returns_the_error_code_and_raise_if_error_names_it(tmp_path, monkeypatch):
+    "The bare ctypes function returns a cudaError_t as it is; raise_if_error turns one into CudaError with CUDA's words."
+    monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
+    src = cuda_prelude + 'extern "C" cudaError_t fails_if(int x, cudaStream_t stream) { return x ? cudaErrorInvalidValue : cudaSuccess; }\n'
+    mod = compile_cuda(src, arch='sm_90')
+    bare = mod.unchecked('fails_if')
+    assert bare(0, None) == 0 and bare(1, None) == 1                   # cudaErrorInvalidValue is 1
+    mod.raise_if_error('fails_if', 0)                                  # success: nothing raised
+    with pytest.raises(utils.CudaError, match=r'fails_if: invalid argument \(CUDA error 1\)'):
+        mod.raise_if_error('fails_if', bare(1, None))
+    with pytest.raises(utils.CudaError, match='invalid argument'):
+        mod.fails_if(1, None)                                          # the checked method raises the same way
+
+
+@nvcc_needed
 def test_compile_errors_are_short_and_point_at_the_line(tmp_path, monkeypatch):
     monkeypatch.setenv('COURSE_CUDA_CACHE', str(tmp_path))
     src = cuda_prelude + textwrap.dedent('''
