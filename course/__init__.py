@@ -13,13 +13,14 @@ own helpers, and imports of what the notebooks use from here.
 | `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
 | `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
 | `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
-| `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use |
+| `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use; `us_per_call_in_a_loop`: what a call costs the CPU, where the GPU keeps up |
+| `launch_queue` | a model of calls queued on a GPU stream (a call takes the CPU's time or the GPU's, whichever is longer) and its timeline drawing |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
 | `drawings` | the figures the notebooks draw: the tiling of notebook 02, the warp-tile map and the double-buffering timeline of notebook 10 |
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace, and of a tile's float-by-float loads in each of notebook 10's layouts; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
-| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass; `Padded`: a candidate run on zero-padded copies whose rows start on 16 bytes |
+| `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass, in a workspace kept per stream; `Padded`: a candidate run on zero-padded copies whose rows start on 16 bytes |
 | `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
 | `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
 | `memcheck` | running a script under compute-sanitizer's tools (memcheck, racecheck, synccheck) and reading their findings; `sanitize`: one line per tool |

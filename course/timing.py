@@ -41,6 +41,19 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
     return times[len(times) // 2]
 
 
+def us_per_call_in_a_loop(call, calls=2000, warmup=100):
+    """Microseconds per call of `call()`, made `calls` times in a loop as fast as the CPU can, then waited for: on a
+    product whose kernels take the GPU less time than the call takes the CPU (a product of a few microseconds), the
+    CPU's cost of a call, since the GPU keeps up (course.launch_queue models this); on a longer product, the GPU's."""
+    import torch
+    for _ in range(warmup): call()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls): call()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) / calls * 1e6
+
+
 # --------------------------------------------------------------------------------------------------
 # A fair comparison: every speed claim of the course (notebooks 10 and 12, bench/bench.py, the README)
 # comes from `compare_fairly`, never from the run that picked a winner.

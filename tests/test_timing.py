@@ -1,8 +1,12 @@
 """The fair comparison's arithmetic (course/timing.py) and the parsing of Nsight Compute's CSV
-(course/profiling.py): what every speed claim and counter of the course rests on, checked without a GPU."""
+(course/profiling.py): what every speed claim and counter of the course rests on, checked without a GPU (and, on a GPU, the loop that measures a call's cost)."""
 import subprocess
+import time
 
 import pytest
+import torch
+
+from conftest import gpu
 
 from course import profiling
 from course.timing import Spread, rounds_to_run, spread, verdict
@@ -72,3 +76,16 @@ def test_ncu_that_reads_nothing_says_why(monkeypatch):
     fake_ncu('==PROF== Disconnected\n', monkeypatch)
     with pytest.raises(RuntimeError, match='something went wrong'):
         profiling.ncu_launches('pass', '.', counters=['dram__bytes_read.sum'])
+
+
+@gpu
+def test_us_per_call_in_a_loop_is_the_cpu_s_cost_when_the_gpu_keeps_up():
+    "A call that spends 200 µs on the CPU and a few on the GPU takes about 200 µs a call in a loop, not a few."
+    from course.timing import us_per_call_in_a_loop
+    x = torch.zeros(1000, device='cuda')
+    def call():
+        until = time.perf_counter() + 200e-6
+        while time.perf_counter() < until: pass
+        x.add_(1)
+    assert 200 <= us_per_call_in_a_loop(call, calls=200, warmup=5) < 400
+    assert x[0].item() == 205
