@@ -13,7 +13,7 @@ own helpers, and imports of what the notebooks use from here.
 | `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
 | `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
 | `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
-| `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use; `us_per_call_in_a_loop`: what a call costs the CPU, where the GPU keeps up |
+| `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use; `cpu_us_per_call`: what a call costs the CPU (its kernels queued, not run) |
 | `launch_queue` | a model of calls queued on a GPU stream (a call takes the CPU's time or the GPU's, whichever is longer) and its timeline drawing |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
 | `drawings` | the figures the notebooks draw: the tiling of notebook 02, the warp-tile map and the double-buffering timeline of notebook 10 |

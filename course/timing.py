@@ -41,17 +41,19 @@ def cuda_time_ms(fn, *args, warmup=3, reps=20, max_seconds=2.0, arg_sets=None, b
     return times[len(times) // 2]
 
 
-def us_per_call_in_a_loop(call, calls=2000, warmup=100):
-    """Microseconds per call of `call()`, made `calls` times in a loop as fast as the CPU can, then waited for: on a
-    product whose kernels take the GPU less time than the call takes the CPU (a product of a few microseconds), the
-    CPU's cost of a call, since the GPU keeps up (course.launch_queue models this); on a longer product, the GPU's."""
+def cpu_us_per_call(call, calls=200, warmup=20):
+    """Microseconds the CPU spends in one call of `call()`: `calls` calls made in a loop, timed until the last one
+    returns (then the GPU is waited for, untimed). A launch returns once its kernel is queued, so the loop's time is
+    the CPU's work, however long the kernels take; the calls are few enough (a few hundred launches) that the queue
+    of launches does not fill, which would make the CPU wait for the GPU (course.launch_queue models the two)."""
     import torch
     for _ in range(warmup): call()
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(calls): call()
+    spent = time.perf_counter() - start
     torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
+    return spent / calls * 1e6
 
 
 # --------------------------------------------------------------------------------------------------

@@ -79,13 +79,17 @@ def test_ncu_that_reads_nothing_says_why(monkeypatch):
 
 
 @gpu
-def test_us_per_call_in_a_loop_is_the_cpu_s_cost_when_the_gpu_keeps_up():
-    "A call that spends 200 µs on the CPU and a few on the GPU takes about 200 µs a call in a loop, not a few."
-    from course.timing import us_per_call_in_a_loop
+def test_cpu_us_per_call_counts_the_cpu_s_work_not_the_gpu_s():
+    "A call that spends 200 µs on the CPU costs about 200 µs; one that queues 1 ms of GPU work costs far less than 1 ms."
+    from course.timing import cpu_us_per_call
     x = torch.zeros(1000, device='cuda')
-    def call():
+    def busy_cpu():
         until = time.perf_counter() + 200e-6
         while time.perf_counter() < until: pass
         x.add_(1)
-    assert 200 <= us_per_call_in_a_loop(call, calls=200, warmup=5) < 400
-    assert x[0].item() == 205
+    assert 200 <= cpu_us_per_call(busy_cpu, calls=50, warmup=5) < 400
+    assert x[0].item() == 55
+    def busy_gpu(): torch.cuda._sleep(2_000_000)                  # 2 million clock cycles: 1 to 2 ms on a GPU
+    start = time.perf_counter()
+    assert cpu_us_per_call(busy_gpu, calls=20, warmup=1) < 200
+    assert time.perf_counter() - start > 20e-3                    # but the GPU's 21 calls were waited for
