@@ -285,6 +285,18 @@ def test_split_k_keeps_a_workspace_per_stream_and_only_small_ones(monkeypatch):
 
 
 @gpu
+def test_matmul_fp32_rejects_bad_inputs_of_a_shape_it_has_tuned():
+    "A shape seen before goes straight to its candidate, which must still refuse what check_matmul_inputs refuses."
+    h, k, w = 96, 200, 72
+    m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
+    torch.testing.assert_close(nb10.matmul_fp32(m, n), (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3)
+    assert (h, k, w) in nb10.FP32_TUNED
+    for bad_m, bad_n in ((m.double(), n), (m.cpu(), n), (m, torch.randn(w, k, device='cuda').t()),
+                         (torch.randn(h, k, 3, device='cuda'), n), (m.cpu().numpy(), n), (m, n.half())):
+        with pytest.raises((ValueError, TypeError)): nb10.matmul_fp32(bad_m, bad_n)
+
+
+@gpu
 def test_pieces_of_k_are_whole_steps_and_never_empty():
     fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 16)      # BK = 16
     assert fn.pieces(16) == 1 and fn.pieces(17) == 2 and fn.pieces(40) == 3 and fn.pieces(8192) == 16
