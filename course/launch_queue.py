@@ -4,8 +4,15 @@ Calling a matmul from Python costs the CPU some microseconds (checking the input
 through the driver) before its kernel is in the stream's queue, and then costs the GPU the kernel's time. Calls made
 one after another overlap: the CPU prepares call i + 1 while the GPU runs call i. Over a long run a call therefore
 takes whichever is longer: the GPU's time, when the CPU keeps ahead; the CPU's, when it does not, and then the GPU
-waits between products. (The model leaves out the latency from enqueueing to starting, a few microseconds that
-shift every start alike, and the queue's depth, which stops the CPU only when it runs far ahead.)
+waits between products. The model leaves out:
+
+- the latency from enqueueing to starting, a few microseconds: it delays a start by at most that much and leaves
+  the time per call as it is;
+- the gap the GPU leaves between two kernels of a stream, a microsecond or so: count it in the GPU's time per call;
+- the queue's depth: a CPU that runs far ahead (on the order of a thousand launches) waits in the launch for room,
+  and a call still takes the GPU's time;
+- the spread of real costs: the model's are constant, while the CPU's move from call to call, so where the two
+  sides are close a real call takes a little more than the longer.
 
 `timeline` computes when each call is enqueued, starts and ends; `draw_timelines` draws a few such runs one above the
 other, the CPU's work and the GPU's on two lanes each.
