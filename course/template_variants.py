@@ -195,7 +195,7 @@ class TemplateVariant:
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items() if k != 'vector')})"
 
 
-# Split-K's workspaces, one per (GPU, stream), kept from call to call as cuBLAS keeps its own: a call finds the
+# Split-K's workspaces, one per (GPU, stream), kept from call to call as torch keeps cuBLAS's: a call finds the
 # workspace free, since the calls before it on its stream have ended, while calls on other streams, which may run
 # at the same time, have workspaces of their own. Only workspaces up to WORKSPACE_KEPT_BYTES are kept: a product
 # that needs more runs long enough for an allocation's microseconds not to count.
