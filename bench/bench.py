@@ -93,7 +93,7 @@ def main():
     shape_set = nb.shape_set_rows()
     nb.print_shape_set(shape_set)
     tensor_core_tables = nb.tensor_core_tables() if tensor_cores_available() else []
-    hopper_tables = nb.hopper_tables() if hopper_available() else []
+    hopper_tables = nb.hopper_tables(tensor_core_tables) if hopper_available() else []
     for t in tensor_core_tables + hopper_tables: nb.print_tensor_core_table(*t)
     nb.bar_chart(rows, styles=styles).savefig(images / 'bench_lecture.png', dpi=110)
     if not a.quick:

@@ -12,20 +12,27 @@ PRECISIONS = {   # name: (unit roundoff of the inputs as the kernel takes them, 
     'tf32': dict(u_in=2.0**-11, u_out=0.0, dtype='float32'),
     'bf16': dict(u_in=0.0, u_out=2.0**-8, dtype='bfloat16'),
 }
+# fp32 kernels (notebook 10's) by the same bound: inputs taken as they are, an fp32 output.
+FP32 = dict(u_in=0.0, u_out=0.0, dtype='float32')
+
+
+def rules(precision):
+    "PRECISIONS[precision], or FP32 for 'fp32'."
+    return FP32 if precision == 'fp32' else PRECISIONS[precision]
 
 
 def random_inputs(h, k, w, precision, device='cuda', seed=0):
     "Random normal h x k and k x w inputs in the precision's dtype (bf16 values for 'bf16', fp32 for 'tf32')."
     import torch
     g = torch.Generator(device=device).manual_seed(seed)
-    dtype = getattr(torch, PRECISIONS[precision]['dtype'])
+    dtype = getattr(torch, rules(precision)['dtype'])
     return (torch.randn(h, k, device=device, generator=g).to(dtype), torch.randn(k, w, device=device, generator=g).to(dtype))
 
 
 def error_against_float64(out, m, n, precision):
     """(worst error / its bound, relative RMS error) of out = m @ n, both against the product in float64 of the
     inputs as given. The first must be at most 1; the second says how big the error typically is."""
-    p = PRECISIONS[precision]
+    p = rules(precision)
     a, b = m.double(), n.double()
     exact, scale = a @ b, a.abs() @ b.abs()
     k = m.shape[1]
@@ -44,12 +51,38 @@ def check_reduced_precision(fn, precision, shapes, device='cuda'):
     for h, k, w in shapes:
         m, n = random_inputs(h, k, w, precision, device)
         out = fn(m, n)
-        right_kind = out.shape == (h, w) and out.dtype == getattr(torch, PRECISIONS[precision]['dtype'])
+        right_kind = out.shape == (h, w) and out.dtype == getattr(torch, rules(precision)['dtype'])
         worst, rms = error_against_float64(out, m, n, precision) if right_kind else (float('inf'), float('inf'))
         good = right_kind and worst <= 1
         ok &= good
         print(f"  {h}x{k} @ {k}x{w}: {'ok' if good else 'WRONG'}, worst error {worst:.2f} of the bound, "
               f"relative RMS error {rms:.1e}" + ('' if right_kind else f" (got {tuple(out.shape)} {out.dtype})"))
+    return ok
+
+
+def check_graph_replays(fn, h, k, w, precision, replays=4):
+    """Capture fn(m, n) on h x k and k x w inputs in a CUDA graph, then replay it `replays` times, each time on new
+    random values copied into the captured inputs (notebook 09's pattern), and check each output against float64
+    within the precision's bound ('fp32', 'tf32' or 'bf16'). Before capturing, fn runs once on a side stream, as
+    torch advises, so that it compiles and allocates outside the graph. Prints one line; returns True if every
+    replay was right."""
+    import torch
+    m, n = random_inputs(h, k, w, precision, seed=1)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side): fn(m, n)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph): out = fn(m, n)
+    worst = []
+    for replay in range(replays):
+        new_m, new_n = random_inputs(h, k, w, precision, seed=10 + replay)
+        m.copy_(new_m), n.copy_(new_n)
+        graph.replay()
+        worst.append(error_against_float64(out, m, n, precision)[0])
+    ok = max(worst) <= 1
+    print(f"  {h}x{k} @ {k}x{w}, {replays} replays on new inputs: {'ok' if ok else 'WRONG'}, worst errors "
+          f"{', '.join(f'{x:.2f}' for x in worst)} of the bound")
     return ok
 
 

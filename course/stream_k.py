@@ -7,14 +7,18 @@ along K instead: its `left x k_tiles` stages of K (one stage: BK of K for one un
 in equal stretches, one per cluster, so that every cluster ends at about the same time. A stretch can start or end
 inside a unit, which is then shared by several clusters:
 
-- the cluster whose stretch holds the unit's first stage (`k_begin == 0`) is the unit's **finisher**: when its
-  own stages are done, it waits for the others' partial sums, adds them to its accumulators, and stores C;
+- the cluster whose stretch holds the unit's first stage (`k_begin == 0`) is the unit's **finisher**: its piece is
+  the last of its stretch, so it usually ends after the others, and then adds their partial sums to its
+  accumulators and stores C;
 - a cluster whose stretch *starts* inside a unit is a **contributor**: it writes its partial sums (fp32) to a
-  workspace in global memory, and raises a flag that the finisher waits for. Only a stretch's first piece can start
-  inside a unit, so a cluster contributes at most once per launch: one workspace slot per block is enough.
+  workspace in global memory and counts itself in on the unit's counter.
 
-A contributor's piece is the first of its stretch and a finisher's the last of its own, so by the time a finisher
-waits, its contributors have long written their sums, and no cluster ever waits for one that waits in turn.
+No cluster ever waits for another without end: a wait for a block that is not running (another stream's kernel may
+hold the multiprocessors it needs) would never end. The finisher looks at the counter for a few microseconds at
+most (`FIRST_CLUSTER_POLLS` reads); if a contributor is later than that, the finisher writes its own sums and counts
+itself in too, and whichever comes last adds everyone's sums, in the same order, and stores C. A cluster can hand
+sums over at both ends of its stretch (its first piece, as a contributor; its last, as a finisher that did not
+wait), so each block has two workspace slots.
 
 Handing partial sums over costs time: a contributor writes 128 KB per block, a finisher reads them back and adds
 them, and every block of the GPU does so at about the same moment, so they share the L2 cache's bandwidth.
@@ -37,6 +41,7 @@ from typing import NamedTuple
 
 MIN_STRETCH = 8          # stages of K: a shorter stretch would spend more on its partial sums than on multiplying
 HANDOVER_STAGES = 20     # writing one partial result, then reading and adding it, in stages of K (measured, with a margin: above)
+FIRST_CLUSTER_POLLS = 16 # reads of a unit's counter, a few hundred ns apart, before its finisher stops looking (above)
 
 
 class Plan(NamedTuple):
@@ -103,6 +108,43 @@ def contributors(p, cluster, unit, k_tiles):
         found.append(c)
         c += 1
     return found
+
+
+def cluster_of_stage(p, stage):
+    "The cluster whose stretch holds `stage` (counted as stretch_start counts): the last c with stretch_start(c) <= stage."
+    return ((stage + 1) * p.sk_clusters + p.sk_stages - 1) // p.sk_stages - 1
+
+
+class HandOver(NamedTuple):
+    finisher: int        # the cluster that adds the sums and stores C
+    written: tuple       # (cluster, slot) of every partial result written to the workspace, in the order written
+    added: tuple         # where each addend of C came from, in the order added: ('registers', c) or (c, slot)
+    counter_after: int   # the unit's counter once the launch is done (0: ready for the next launch)
+
+
+def hand_over(p, unit, k_tiles, arrivals):
+    """Step 8's protocol for one shared `unit`, as its kernel runs it, with the clusters that share it coming to the
+    counter in the order `arrivals` (a permutation of them; for the unit's first cluster, the moment of its last look
+    at the counter). A contributor writes its sums to its slot 0 and counts itself in. The first cluster (the one
+    whose stretch holds the unit's first stage) keeps its sums in registers if every other is counted in when it
+    looks; else it writes them to its slot 1 and counts itself in too. Whoever counts in when all the others are in
+    finishes the unit (so does the first, when it keeps its sums): it adds the sums first to last, reading only
+    slots written before it finished, and sets the counter back to 0."""
+    begin = (unit - p.whole_units) * k_tiles
+    first, last = cluster_of_stage(p, begin), cluster_of_stage(p, begin + k_tiles - 1)
+    sharing = list(range(first, last + 1))
+    if sorted(arrivals) != sharing: raise ValueError(f"arrivals must order the clusters {sharing}, got {arrivals}")
+    others, counter, written, finisher, kept = last - first, 0, [], None, False
+    for c in arrivals:
+        if c == first and counter == others:
+            finisher, kept = c, True                     # every other is in: the first keeps its sums
+            continue
+        written.append((c, 1 if c == first else 0))
+        if counter == others: finisher = c               # count_in returned the number of the others
+        counter += 1
+    if finisher is None: raise AssertionError(f"no cluster finished unit {unit}")
+    added = (('registers', first) if kept else (first, 1),) + tuple((c, 0) for c in sharing[1:])
+    return HandOver(finisher, tuple(written), added, 0)    # the finisher sets the counter back to 0
 
 
 def stages_per_cluster(units, clusters, k_tiles, **rule):

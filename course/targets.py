@@ -29,3 +29,28 @@ def _apart(a, b, start=2):
     for d in range(start, start + 3):
         if f"{a:.{d}f}" != f"{b:.{d}f}": return d
     return start + 2
+
+
+def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=None):
+    """One sentence for a speed target (at least `goal` times the reference's speed) judged over several
+    measurements of one run. `ours`: our Spread in each measurement that timed us; `theirs`: the reference's Spread in
+    every measurement of the run, those that timed us first and in the same order. The reference's own median moves
+    between measurements (clocks, heat, the other kernels of the round): its *spread across runs*, the range of its
+    medians over the lowest (at least its widest middle half, where it was measured once), is printed first. The
+    target is 'met' or 'missed' only where each paired ratio clears the goal by more than that spread; otherwise the
+    margin is inside the spread and the sentence says 'on par'. `clocks`, a short text (course.timing.gpu_clocks), is
+    added where given."""
+    if not ours or len(theirs) < len(ours): raise ValueError("every measurement of ours needs the reference's beside it")
+    ratios = [t.median / o.median for o, t in zip(ours, theirs)]
+    medians = [t.median for t in theirs]
+    moved = (max(medians) - min(medians)) / min(medians)
+    widest = max((t.q3 - t.q1) / t.median for t in theirs)
+    across = max(moved, widest)
+    if min(ratios) > goal * (1 + across): word = "met: above it by more than that spread"
+    elif max(ratios) < goal * (1 - across): word = "missed: below it by more than that spread"
+    else: word = "on par: the margin is inside that spread"
+    shown = ', '.join(f"{r:.2f}x" for r in ratios)
+    return (f"{shown} {reference_name}'s speed ({len(ratios)} measurement(s)); {reference_name}'s spread across this "
+            f"run: {across:.1%} (its median moved {moved:.1%} over {len(theirs)} measurement(s), "
+            f"{min(medians):.3f}-{max(medians):.3f} ms; its widest middle half {widest:.1%})"
+            + (f", {clocks}" if clocks else "") + f"; target at least {goal:.2f}x: {word}")

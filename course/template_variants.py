@@ -195,24 +195,32 @@ class TemplateVariant:
         return f"{self.name}({', '.join(f'{k}={v}' for k, v in self.params.items() if k != 'vector')})"
 
 
-# Split-K's workspaces, one per (GPU, stream), kept from call to call as torch keeps cuBLAS's: a call finds the
-# workspace free, since the calls before it on its stream have ended, while calls on other streams, which may run
-# at the same time, have workspaces of their own. Only workspaces up to WORKSPACE_KEPT_BYTES are kept: a product
-# that needs more runs long enough for an allocation's microseconds not to count.
+# Workspaces kept per (GPU, stream), as torch keeps cuBLAS's: a call finds its stream's workspace free, since the
+# calls before it on its stream have ended, while calls on other streams, which may run at the same time, have
+# workspaces of their own. Only workspaces up to WORKSPACE_KEPT_BYTES are kept: a product that needs more runs
+# long enough for an allocation's microseconds not to count.
 WORKSPACE_KEPT_BYTES = 64 * 2**20
 _WORKSPACES = {}
 
 
+def kept_workspace(kept, key, numel, make):
+    """kept[key] (key: GPU and stream, with whatever else tells workspaces apart) if it holds at least `numel`
+    elements; else make(numel), kept under key if it is at most WORKSPACE_KEPT_BYTES. While a CUDA graph is being
+    captured, always a new one: the graph keeps what it allocates, and replays it in the order captured."""
+    import torch
+    if torch.cuda.is_current_stream_capturing(): return make(numel)
+    work = kept.get(key)
+    if work is None or work.numel() < numel:
+        work = make(numel)
+        if work.numel() * work.element_size() <= WORKSPACE_KEPT_BYTES: kept[key] = work
+    return work
+
+
 def split_k_workspace(floats, device, stream):
     """A float32 tensor of at least `floats` elements on GPU `device` (an index), for split-K's partial products on
-    `stream` (a cudaStream_t, as an int). While a CUDA graph is being captured, a new one: the graph keeps what it
-    allocates."""
+    `stream` (a cudaStream_t, as an int)."""
     import torch
-    if floats * 4 > WORKSPACE_KEPT_BYTES or torch.cuda.is_current_stream_capturing():
-        return torch.empty(floats, device=device)
-    work = _WORKSPACES.get((device, stream))
-    if work is None or work.numel() < floats: work = _WORKSPACES[device, stream] = torch.empty(floats, device=device)
-    return work
+    return kept_workspace(_WORKSPACES, (device, stream), floats, lambda n: torch.empty(n, device=device))
 
 
 class SplitK:

@@ -148,3 +148,21 @@ def describe_against(name, ours, reference_name, reference):
     "One line: a kernel's spread, its median over the reference's, and the verdict of `verdict`."
     return (f"{name}: {ours}, {ours.median / reference.median:.2f}x {reference_name}'s time "
             f"({reference_name} {reference}): {verdict(ours, reference)}")
+
+
+def gpu_clocks(gpu=0):
+    """A short text of GPU `gpu`'s clocks as nvidia-smi reports them now: the SM clock against its maximum, and what
+    holds it down where something does ('clocks: SM 1755 of 1980 MHz, held by power cap'); None where nvidia-smi is
+    not here or says nothing."""
+    import shutil, subprocess
+    if not shutil.which('nvidia-smi'): return None
+    asked = ('clocks.sm', 'clocks.max.sm', 'clocks_event_reasons.sw_power_cap', 'clocks_event_reasons.hw_slowdown',
+             'clocks_event_reasons.sw_thermal_slowdown')
+    try:
+        said = subprocess.run(['nvidia-smi', f'--id={gpu}', f"--query-gpu={','.join(asked)}", '--format=csv,noheader,nounits'],
+                              capture_output=True, text=True, timeout=20).stdout.strip().split(', ')
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if len(said) != len(asked) or not said[0].strip().isdigit(): return None
+    held = [why for why, flag in zip(('power cap', 'hardware slowdown', 'heat'), said[2:]) if flag.strip() == 'Active']
+    return f"clocks: SM {said[0].strip()} of {said[1].strip()} MHz" + (f", held by {' and '.join(held)}" if held else "")

@@ -115,6 +115,26 @@ def test_stream_k_adds_the_partial_sums_in_a_fixed_order():
 
 
 @hopper
+@pytest.mark.parametrize('params', [dict(STAGES=2, IN_FLIGHT=1), dict(STAGES=4, IN_FLIGHT=1)])
+def test_a_wgmma_group_kept_in_flight_is_right(params, capsys):
+    kernel = nb.HopperMatmul('tma', **params)
+    assert check_reduced_precision(kernel, 'bf16', nb.HOPPER_SHAPES), capsys.readouterr().out
+    assert kernel.kernel.resources()['local_bytes'] == 0
+
+
+@hopper
+def test_step_4_with_step_5s_tile_order_is_right(capsys):
+    assert check_reduced_precision(nb.HopperMatmul('persistent', GROUP=16), 'bf16', nb.HOPPER_SHAPES), capsys.readouterr().out
+
+
+@needs_nvcc
+def test_a_group_in_flight_needs_a_second_stage():
+    from course.compile_errors import CudaCompileError
+    with pytest.raises(CudaCompileError, match='a stage whose wgmmas still run'):
+        nb.hopper_kernel('tma', STAGES=1, IN_FLIGHT=1).build()
+
+
+@hopper
 def test_rows_not_on_16_bytes_go_to_the_fallback_and_stay_right():
     kernel = nb.HopperMatmul('cluster')
     m, n = random_inputs(300, 264, 136, 'bf16')
@@ -123,7 +143,7 @@ def test_rows_not_on_16_bytes_go_to_the_fallback_and_stay_right():
     from course.reduced_precision import error_against_float64
     assert error_against_float64(kernel(m, n), m, n, 'bf16')[0] <= 1
     with pytest.raises(CudaError, match='invalid argument'):       # the TMA kernel itself refuses such rows
-        kernel.kernel(m, n)
+        kernel.on_tma(m, n)
     torch.cuda.synchronize()
 
 
@@ -169,24 +189,42 @@ def test_the_gluon_kernel_is_right_on_awkward_shapes(capsys):
         with pytest.raises((ValueError, TypeError)): nb.matmul_gluon(m, n)
 
 
-def test_profile_hopper_reads_each_step_in_a_fresh_process(monkeypatch):
+def test_profile_hopper_reads_each_kernel_in_a_fresh_process(monkeypatch):
     import course.profiling
     runs = []
-    monkeypatch.setattr(course.profiling, 'ncu_counters',
-                        lambda snippet, regex, counters, cwd=None, timeout=600: runs.append((snippet, regex, counters)) or {})
-    assert nb.profile_hopper(shape=(128, 64, 256), steps=('tma', 'store')) == {'tma': {}, 'store': {}}
-    assert [regex for _, regex, _ in runs] == ['tma_wgmma|specialized'] * 2
-    assert "import_notebook('12')" in runs[1][0] and "nb.HopperMatmul('store')(m, n)" in runs[1][0]
-    assert "random_inputs(*(128, 64, 256), 'bf16')" in runs[1][0] and runs[1][2] == list(nb.HOPPER_COUNTERS.values())
+    def fake_ncu(snippet, regex, counters, cwd=None, timeout=600):
+        runs.append((snippet, regex, counters))
+        return {c: 2000.0 for c in counters}
+    monkeypatch.setattr(course.profiling, 'ncu_counters', fake_ncu)
+    profiles = nb.profile_hopper(shape=(128, 64, 256))
+    assert list(profiles) == list(nb.PROFILED) and set(nb.PROFILED) == {*nb.HOPPER_STEPS, 'order5'}
+    assert [regex for _, regex, _ in runs] == ['tma_wgmma|specialized'] * len(nb.PROFILED)
+    snippets = dict(zip(nb.PROFILED, (snippet for snippet, _, _ in runs)))
+    assert "import_notebook('12')" in snippets['store'] and "nb.HopperMatmul('store')(m, n)" in snippets['store']
+    assert "nb.HopperMatmul('persistent', GROUP=16)(m, n)" in snippets['order5']
+    assert "random_inputs(*(128, 64, 256), 'bf16')" in snippets['store'] and runs[0][2] == list(nb.HOPPER_COUNTERS.values())
+    counters = nb.HOPPER_COUNTERS
+    assert profiles['tma'][counters['DRAM MB']] == 2000 / 1e6           # bytes to MB
+    assert profiles['tma'][counters['ncu µs']] == 2.0             # ns to µs
+    assert profiles['tma'][counters['L2 hit %']] == 2000.0                      # the others as read
 
 
-def test_hopper_target_lines_say_the_target_then_triton():
-    from types import SimpleNamespace as Spread
+def test_hopper_target_lines_weigh_cublas_across_runs_then_triton(monkeypatch):
+    from course.timing import Spread
+    monkeypatch.setattr(nb, 'gpu_clocks', lambda: None)
     best = nb.HOPPER_STEPS[nb.BEST_STEP]
-    times = {best: Spread(median=0.181), 'cuBLAS bf16': Spread(median=0.176), 'Triton bf16, autotuned': Spread(median=0.251)}
-    assert nb.hopper_target_lines({(4096, 4096, 4096): times}) == [
-        "4096³: 0.97x cuBLAS bf16's speed; target at least 1.00x: missed by 3% (it would need 0.176 ms, not 0.181); "
-        "1.39x Triton's speed (faster)"]
+    def s(ms): return Spread(ms, ms * 0.999, ms * 1.001, ())
+    ladder = {best: s(1.47), 'cuBLAS bf16': s(1.57), 'Triton bf16, autotuned': s(2.0)}
+    handover = {best: s(1.50), 'cuBLAS bf16': s(1.52)}
+    staging = {'cuBLAS bf16': s(1.61)}
+    [line] = nb.hopper_target_lines({(8192, 8192, 8192): [ladder, handover, staging]})
+    assert line.startswith("8192³: 1.07x, 1.01x cuBLAS bf16's speed (2 measurement(s)); cuBLAS bf16's spread across "
+                           "this run: 5.9% (its median moved 5.9% over 3 measurement(s), 1.520-1.610 ms")
+    assert "target at least 1.00x: on par: the margin is inside that spread" in line
+    assert line.endswith("; 1.36x Triton's speed (faster)")
+    far = {best: s(1.20), 'cuBLAS bf16': s(1.57)}
+    assert "target at least 1.00x: met" in nb.hopper_target_lines({(8192,) * 3: [far, staging]})[0]
+    with pytest.raises(ValueError): nb.hopper_target_lines({(8192,) * 3: [staging]})
 
 
 # dispatch_bf16 on a CPU: the input rules are the course's, with the device rule moved to the CPU for the test

@@ -99,3 +99,44 @@ def test_a_stretch_is_cut_at_every_unit_it_crosses():
                                                                    (7, 0, 64, 'whole'), (8, 0, 8, 'finisher')]
     assert [tuple(p) for p in stretch_pieces(0, 64, 64, 0)] == [(0, 0, 64, 'whole')]
     assert [tuple(p) for p in stretch_pieces(70, 90, 64, 3)] == [(4, 6, 26, 'contributor')]
+
+
+@pytest.mark.parametrize('units, clusters, k_tiles', [(16, 66, 128), (8, 66, 256), (1024, 66, 128), (5, 3, 40)])
+def test_hand_over_any_arrival_order_finishes_each_unit_once_with_the_same_sum(units, clusters, k_tiles):
+    """Whatever order the clusters sharing a unit reach its counter in, exactly one finishes it, it adds the same sums
+    in the same order (first to last: C's bits do not depend on who came last), it reads only slots written before it
+    finished, and the counter is back at 0 for the next launch or graph replay."""
+    import itertools, random
+    from course.stream_k import cluster_of_stage, hand_over
+    p = plan(units, clusters, k_tiles, handover=4)
+    assert p.sk_clusters > 0
+    rng = random.Random(0)
+    for unit in range(p.whole_units, units):
+        begin = (unit - p.whole_units) * k_tiles
+        first, last = cluster_of_stage(p, begin), cluster_of_stage(p, begin + k_tiles - 1)
+        sharing = list(range(first, last + 1))
+        orders = list(itertools.permutations(sharing)) if len(sharing) <= 5 else [rng.sample(sharing, len(sharing)) for _ in range(50)]
+        for order in orders:
+            h = hand_over(p, unit, k_tiles, list(order))
+            assert h.counter_after == 0 and h.finisher in sharing
+            assert [source[0] if source[0] != 'registers' else source[1] for source in h.added] == sharing
+            assert all(source in h.written for source in h.added if source[0] != 'registers')
+            assert (h.added[0][0] == 'registers') == (order[-1] == first)   # the first keeps its sums only when last
+            if order[-1] != first: assert h.finisher == order[-1]           # else whoever counts in last finishes
+            assert len(set(h.written)) == len(h.written)                    # no slot written twice
+
+
+def test_cluster_of_stage_inverts_stretch_start():
+    from course.stream_k import cluster_of_stage
+    for units, clusters, k_tiles in [(16, 66, 128), (8, 66, 256), (1024, 66, 128), (5, 3, 40), (130, 66, 17)]:
+        p = plan(units, clusters, k_tiles, handover=4)
+        if not p.sk_clusters: continue
+        for stage in range(p.sk_stages):
+            c = cluster_of_stage(p, stage)
+            assert stretch_start(p, c) <= stage and (c + 1 == p.sk_clusters or stretch_start(p, c + 1) > stage)
+
+
+def test_hand_over_refuses_an_order_of_the_wrong_clusters():
+    from course.stream_k import hand_over
+    p = plan(16, 66, 128)
+    with pytest.raises(ValueError, match='arrivals must order'): hand_over(p, 0, 128, [0, 1])

@@ -1,7 +1,8 @@
 """course.targets: the sentence that says whether a kernel met its target against a reference, and by how much."""
 import pytest
 
-from course.targets import against_target
+from course.targets import against_target, against_target_across_runs
+from course.timing import Spread
 
 
 def test_a_speed_target_met_and_missed():
@@ -37,3 +38,35 @@ def test_a_near_miss_gets_the_digits_that_show_it():
 
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind must be one of"): against_target(1.0, 1.0, 'cuBLAS', 'throughput', 1.0)
+
+
+def spread_of(median, width=0.002):
+    return Spread(median, median * (1 - width / 2), median * (1 + width / 2), ())
+
+
+def test_across_runs_a_margin_inside_the_references_move_is_on_par():
+    line = against_target_across_runs([spread_of(1.45)], [spread_of(1.55), spread_of(1.47), spread_of(1.61)], 'cuBLAS')
+    assert "1.07x cuBLAS's speed (1 measurement(s))" in line and "spread across this run: 9.5%" in line
+    assert "its median moved 9.5% over 3 measurement(s), 1.470-1.610 ms; its widest middle half 0.2%" in line
+    assert line.endswith("target at least 1.00x: on par: the margin is inside that spread")
+
+
+def test_across_runs_met_and_missed_need_every_ratio_past_the_move():
+    theirs = [spread_of(1.00), spread_of(1.02)]
+    assert against_target_across_runs([spread_of(0.90), spread_of(0.91)], theirs, 'ref').endswith("met: above it by more than that spread")
+    assert against_target_across_runs([spread_of(1.10), spread_of(1.12)], theirs, 'ref').endswith("missed: below it by more than that spread")
+    # one ratio past the move and one inside it: on par
+    assert "on par" in against_target_across_runs([spread_of(0.90), spread_of(1.01)], theirs, 'ref')
+
+
+def test_across_runs_one_measurement_uses_its_middle_half():
+    wide = Spread(1.0, 0.95, 1.05, ())        # a middle half 10% wide
+    line = against_target_across_runs([spread_of(0.95)], [wide], 'ref')
+    assert "spread across this run: 10.0% (its median moved 0.0% over 1 measurement(s)" in line
+    assert "on par" in against_target_across_runs([spread_of(0.95)], [wide], 'ref')
+    assert "met" in against_target_across_runs([spread_of(0.85)], [wide], 'ref', clocks='clocks: SM 1980 of 1980 MHz')
+
+
+def test_across_runs_needs_the_reference_beside_each_of_ours():
+    with pytest.raises(ValueError): against_target_across_runs([spread_of(1.0)] * 2, [spread_of(1.0)], 'ref')
+    with pytest.raises(ValueError): against_target_across_runs([], [spread_of(1.0)], 'ref')
