@@ -38,6 +38,7 @@ class Trace:
         self.local = threading.local()          # .block, .thread, .epoch of the running CUDA thread
         self.lock = threading.Lock()
         self.shared_state = {}                  # (block, buffer id, index) -> [last writer, its epoch, {reader: epoch}]
+        self.races_checked = True               # False: record the accesses only (to see a whole launch that races)
         self.writers = {}                       # (buffer name, index) -> (block, thread) that first wrote it
         self.addresses = defaultdict(list)      # (block, thread) -> [(space, kind, buffer name, index)] in order
         self.yield_chance = 0.0
@@ -110,7 +111,7 @@ class Buffer:
             t.counts[(block, thread)][(self.space, kind)] += 1
             if self.space == 'global': t.counts[(block, thread)][(self.name, kind)] += 1
             t.addresses[(block, thread)].append((self.space, kind, self.name, self.offset + j))
-            if self.space == 'shared' and thread is not None: self._race_check(block, thread, epoch, j, kind)
+            if self.space == 'shared' and thread is not None and t.races_checked: self._race_check(block, thread, epoch, j, kind)
             if self.space == 'global' and kind == 'write' and thread is not None:
                 first = t.writers.setdefault((self.name, self.offset + j), (block, thread))
                 if first != (block, thread):

@@ -373,3 +373,17 @@ def test_barrier_placement_in_python_loops():
     assert 'the next pass of the loop' in python_barrier_problems(kernel(fill + wait + wait + use))[0]
     assert 'inside the `if`' in python_barrier_problems(kernel(fill + "        if tc < 2: syncb.wait()\n" + use + wait))[0]
     assert python_barrier_problems(kernel(fill + "        if tw > 2: syncb.wait()\n" + use + wait)) == []
+
+
+def test_barrier_placement_in_numba_kernels_sees_cuda_grid_as_a_thread_index():
+    import ast
+    from course.exercises.barrier_placement import python_barrier_problems
+    def kernel(index, guard):
+        return ast.parse("def k(m, v, out):\n    t = cuda.threadIdx.x\n" + index +
+                         "    vs = cuda.shared.array(32, numba.float32)\n    acc = 0.\n    for c0 in range(0, 64, 32):\n"
+                         "        vs[t] = v[c0 + t]\n" + guard + "        acc += vs[0]\n        cuda.syncthreads()\n")
+    for index, cond in (("    r = cuda.grid(1)\n", "r < 5"), ("    r, c = cuda.grid(2)\n", "c < 5"), ("", "cuda.grid(1) < 5")):
+        found = python_barrier_problems(kernel(index, f"        if {cond}: cuda.syncthreads()\n"))
+        assert found and re.match(r"the barrier at line \d+ is inside the `if` of line \d+", found[0]), (index, cond, found)
+        assert python_barrier_problems(kernel(index, "        cuda.syncthreads()\n")) == []
+    assert python_barrier_problems(kernel("    r = cuda.gridsize(1)\n", "        if r < 5: cuda.syncthreads()\n")) == []

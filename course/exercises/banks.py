@@ -51,3 +51,9 @@ def worst_conflict(trace, block_dim, kind='read'):
     found = warp_accesses(trace, block_dim, kind)
     return max(found, key=lambda a: a.conflict[0]) if found else None   # max keeps the first of equals
 
+
+def stored_rows(trace, block_dim, block):
+    """The first words of the rows the warps of `block` store to shared memory: each warp store whose 32 lanes store 32
+    neighbouring words, lane i the i-th (a row of a tile, as a coalesced load stores it), sorted, each once."""
+    return sorted({a.words[0] for a in warp_accesses(trace, block_dim, 'write') if a.block == block and
+                   sorted(a.words) == list(range(WARP_SIZE)) and all(a.words[l] == a.words[0] + l for l in a.words)})

@@ -30,14 +30,35 @@ def assigned_names(target):
     return []
 
 
+# Values each thread has its own of: threadIdx (cuda.threadIdx in Numba) and cuda.laneid, and what cuda.grid(n) returns
+# (blockIdx * blockDim + threadIdx).
+THREAD_INDEX_NAMES = ('threadIdx', 'laneid')
+THREAD_INDEX_CALLS = ('grid',)
+
+
+def own_name(node):
+    "The name a node ends in: x for x, attr for a.b.attr; None for any other node."
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def names_thread_index(node):
+    "Whether the node is threadIdx, cuda.threadIdx or cuda.laneid, or a call of cuda.grid(n): a value each thread has its own of."
+    if isinstance(node, ast.Call): return own_name(node.func) in THREAD_INDEX_CALLS
+    return own_name(node) in THREAD_INDEX_NAMES
+
+
+def depends_on_thread(expr, varying):
+    "Whether the expression's value may differ between threads: it holds a thread index or one of the names `varying`."
+    return any(isinstance(n, ast.Name) and n.id in varying or names_thread_index(n) for n in ast.walk(expr))
+
+
 def thread_varying_names(fn):
-    """Names whose value may differ between the threads of a block: threadIdx and every name computed from
-    it, directly or through others (loop variables of loops whose bounds vary, values read at varying
-    indices). A condition on these splits the block; one on blockIdx or the arguments does not."""
+    """Names whose value may differ between the threads of a block: threadIdx (cuda.grid(n) and cuda.laneid in
+    Numba) and every name computed from it, directly or through others (loop variables of loops whose bounds
+    vary, values read at varying indices). A condition on these splits the block; one on blockIdx or the
+    arguments does not."""
     varying = {'threadIdx', 'tid'} & {a.arg for a in fn.args.args} | {'threadIdx'}
-    def mentions(expr):
-        return any(isinstance(n, ast.Name) and n.id in varying or isinstance(n, ast.Attribute) and n.attr == 'threadIdx'
-                   for n in ast.walk(expr))
+    mentions = lambda expr: depends_on_thread(expr, varying)
     pairs = []
     for node in ast.walk(fn):
         if isinstance(node, ast.Assign): pairs += [(t, node.value) for t in node.targets]
@@ -93,8 +114,7 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
     if fn is None: return []
     line = lambda n: place(n.lineno + first_line - 1)
     varying = thread_varying_names(fn)
-    differs = lambda expr: any(isinstance(n, ast.Name) and n.id in varying or
-                               isinstance(n, ast.Attribute) and n.attr == 'threadIdx' for n in ast.walk(expr))
+    differs = lambda expr: depends_on_thread(expr, varying)
     problems = []
     for node in ast.walk(fn):
         if isinstance(node, (ast.If, ast.IfExp)) and differs(node.test):

@@ -1,4 +1,5 @@
 """The exercises of notebook 02: tiles in simulated shared memory, one Python call per block."""
+import re
 from dataclasses import dataclass
 
 from ..checked_simulator import KernelFault, Trace, buffers, dim3, run_block_kernels
@@ -26,8 +27,35 @@ class Operand:
     fill: str              # 'each phase fills ms with the block's 4 rows x 4 columns of m'
     k_axis: int            # 1 if the matrix's columns run along k (m, nT), 0 if its rows do (n)
     k_tile: int            # the phase's width along k
+    width_name: str = 'k'  # the problem's name for its width: k for m and nT, w for n
 
     def element(self, i): return divmod(i, self.width)
+
+    def row_length_mistake(self, block, read, sizes, complete=True):
+        """A sentence if the block reads its rows of this buffer (the indices `read`) at a row length other than the
+        buffer's width: reads that are exactly those of one other row length, or, when the run stopped early (`complete`
+        False; `read` then holds the index it stopped at), that fit one other row length more tightly than any other.
+        `sizes` ({'h': 5, 'tw': 4, ...}) name that row length where it is one of the problem's sizes. None otherwise."""
+        rows, cols = self.needed(block)
+        if not read or not any(rows): return None          # row 0 alone reads the same at any row length
+        at = lambda length: {r * length + c for r in rows for c in cols}
+        others = [n for n in range(1, max(read) + 2) if n != self.width]
+        if complete:
+            if read == at(self.width): return None
+            lengths = [n for n in others if read == at(n)]
+        else:
+            if read <= at(self.width): return None
+            fitting = [n for n in others if read <= at(n)]
+            spread = {n: sum(i <= max(read) for i in at(n)) for n in fitting}   # the fewer, the tighter the fit
+            lengths = [n for n in fitting if spread[n] == min(spread.values())]
+        if len(lengths) != 1: return None
+        n = lengths[0]
+        named = ' = '.join([name for name, size in sizes.items() if size == n] + [str(n)])
+        r, c = next(r for r in rows if r), cols.start
+        return (f"block (x={block[0]}, y={block[1]}) reads element ({r}, {c}) of {self.name} at {self.name}[{r * n + c}], "
+                f"as if the rows of {self.name} were {named} floats long: {self.name} is {self.height} x {self.width}, "
+                f"so its rows are {self.width_name} = {self.width} apart and element (r, c) is {self.name}[r*{self.width_name} "
+                f"+ c], here {self.name}[{r * self.width + c}]: the row length (the stride from one row to the next) is wrong")
 
     def stray(self, block, i):
         "A sentence if element i of this buffer is not one the block needs, else None."
@@ -61,6 +89,25 @@ class Operand:
 def span(r): return f"{r.start} to {r.stop - 1}" if len(r) else "none"
 
 
+def global_reads(trace, block, name):
+    "The indices of buffer `name` that the block kernel read, as a set."
+    return {i for where, kind, n, i in trace.addresses.get((block, None), []) if (where, kind, n) == ('global', 'read', name)}
+
+
+def misread_rows(trace, operands, blocks, sizes, fault=None):
+    """The sentence for the first block that reads an operand's rows at a wrong row length (see row_length_mistake), or
+    None. `fault`: the sentence of the fault that stopped the run early, if one did (its index counts as read)."""
+    stopped = re.search(r"block \(x=(\d+), y=(\d+)\) reads (\w+)\[(\d+)\]", fault or '')
+    for by in range(blocks.y):
+        for bx in range(blocks.x):
+            for op in operands:
+                read = global_reads(trace, (bx, by), op.name)
+                if stopped and stopped.groups()[:3] == (str(bx), str(by), op.name): read.add(int(stopped.group(4)))
+                said = op.row_length_mistake((bx, by), read, sizes, complete=fault is None)
+                if said: return said
+    return None
+
+
 def stray_read(trace, operands):
     "The sentence for the first read of an operand's element that its block does not need, or None."
     by_name = {op.name: op for op in operands}
@@ -76,19 +123,18 @@ def missing_read(trace, operands, blocks):
     "The sentence for the first element a block needs and never reads, or None."
     for by in range(blocks.y):
         for bx in range(blocks.x):
-            accesses = trace.addresses.get(((bx, by), None), [])
             for op in operands:
-                said = op.missing((bx, by), {i for where, kind, name, i in accesses
-                                             if (where, kind, name) == ('global', 'read', op.name)})
+                said = op.missing((bx, by), global_reads(trace, (bx, by), op.name))
                 if said: return said
     return None
 
 
-def run_tiled(kernel, inputs, operands, h, w, k, threads, shared_size, what, shared_note, **kwargs):
+def run_tiled(kernel, inputs, operands, h, w, k, threads, shared_size, what, shared_note, sizes, **kwargs):
     """Run a notebook 02 block kernel kernel(blockIdx, blockDim, shared, *inputs, out, h, w, k, **kwargs), each
     block covering threads.y rows and threads.x columns of out. A fault in shared memory comes with `shared_note` (how
-    the tiles lie in it); one in global memory is explained by the first read of an element the block does not need,
-    if there is one. Returns (result, trace, blocks)."""
+    the tiles lie in it); one in global memory is explained by rows read at a wrong row length (`sizes` name the
+    problem's sizes: {'h': 5, 'tw': 4, ...}), or else by the first read of an element the block does not need, if
+    there is one. Returns (result, trace, blocks)."""
     import torch
     trace = Trace()
     b = buffers(trace, **inputs, out=torch.zeros(h, w))
@@ -101,13 +147,14 @@ def run_tiled(kernel, inputs, operands, h, w, k, threads, shared_size, what, sha
         except KernelFault as fault:
             if 'shared[' in str(fault):     # an index past a tile: say how the tiles lie in shared memory
                 raise KernelFault(f"{str(fault).replace(': a bound check is missing or wrong', '')}; {shared_note}") from None
-            raise KernelFault(stray_read(trace, operands) or str(fault)) from None
+            raise KernelFault(misread_rows(trace, operands, blocks, sizes, str(fault)) or stray_read(trace, operands)
+                              or str(fault)) from None
     return as_tensor(b['out'], h, w), trace, blocks
 
 
-def tiles_read_right(trace, operands, blocks, what):
-    "Fail if a block reads an element it does not need, or never reads one it needs."
-    said = stray_read(trace, operands) or missing_read(trace, operands, blocks)
+def tiles_read_right(trace, operands, blocks, what, sizes):
+    "Fail if a block reads its rows of an operand at a wrong row length, reads an element it does not need, or never reads one it needs."
+    said = misread_rows(trace, operands, blocks, sizes) or stray_read(trace, operands) or missing_read(trace, operands, blocks)
     if said: raise NotYet(f"on {what}, {said}")
 
 
@@ -147,9 +194,10 @@ def transposed_n(ns, report):
                              f"each phase fills ns with the tw x tw tile of n that the block's {tw} columns need: "
                              "row c of nT is column c of n", 1, tw)
         operands = (m_operand(h, k, tw, tw), nT_operand)
+        sizes = dict(h=h, w=w, k=k, tw=tw)
         got, trace, blocks = run_tiled(kernel, dict(m=m, nT=nT), operands, h, w, k, dim3(tw, tw), 2 * tw * tw, what,
-                                       "ms = shared[:tw*tw] and ns = shared[tw*tw:] each hold tw x tw values", tw=tw)
-        tiles_read_right(trace, operands, blocks, what)
+                                       "ms = shared[:tw*tw] and ns = shared[tw*tw:] each hold tw x tw values", sizes, tw=tw)
+        tiles_read_right(trace, operands, blocks, what, sizes)
         if not torch.allclose(got, m @ nT.t(), atol=1e-4) and torch.allclose(got, m @ nT.reshape(k, w), atol=1e-4):
             raise NotYet(f"on {what}, the result is m @ (nT's values read as a k x w matrix, the layout of n): nT is "
                          "w x k, row c of nT is column c of n, so element (i, c) of n is nT[c*k + i]")
@@ -179,12 +227,13 @@ def rectangular_block_tiles(ns, report):
         m, n = rand(h, k), rand(k, w)
         n_operand = Operand('n', k, w, lambda b: (range(k), range(b[0] * tw, min(w, (b[0] + 1) * tw))),
                             lambda b: range(b[0] * tw, (b[0] + 1) * tw), lambda r, c: f"output column {c} needs",
-                            f"each phase fills ns with tk = {tk} rows x the block's tw = {tw} columns of n", 0, tk)
+                            f"each phase fills ns with tk = {tk} rows x the block's tw = {tw} columns of n", 0, tk, 'w')
         operands = (m_operand(h, k, th, tk), n_operand)
+        sizes = dict(h=h, w=w, k=k, th=th, tw=tw, tk=tk)
         got, trace, blocks = run_tiled(kernel, dict(m=m, n=n), operands, h, w, k, dim3(tw, th), th * tk + tk * tw, what,
                                        f"ms = shared[:th*tk] holds th x tk = {th} x {tk} values (row i at i*tk) and ns = "
-                                       f"shared[th*tk:] tk x tw = {tk} x {tw} (row i at i*tw)", tk=tk)
-        tiles_read_right(trace, operands, blocks, what)
+                                       f"shared[th*tk:] tk x tw = {tk} x {tw} (row i at i*tw)", sizes, tk=tk)
+        tiles_read_right(trace, operands, blocks, what, sizes)
         compare(got, m @ n, what)
         global_reads_at_most(trace, ('m', 'n'), (th * tk + tk * tw) * cdiv(k, tk), what,
                              "reading each tile once, th*tk + tk*tw per phase,")

@@ -1,8 +1,9 @@
 """The exercises of notebook 03: per-thread functions and run_threads, and coalescing."""
-import math
+import ast, math
 
 from ..checked_simulator import KernelFault, Trace, buffers, dim3, run_block_kernels, run_grid, who
 from .coalescing import first_uncoalesced
+from .learner_code import function_tree, where
 from .lesson_01 import numbered, transpose_mistake
 from .parts import NotYet, at_most, compare, compiled, count_in, faster_than, gpu_here, machine_code, need, running, sanitized
 from .registry import exercise
@@ -140,16 +141,98 @@ def transpose_through_shared(ns, report):
 # 03.3 and 03.4: coalescing, chosen by which thread index runs along which axis
 # --------------------------------------------------------------------------------------------------
 
-COALESCING_BLOCK = dim3(32, 4)                       # each warp: the 32 threads x = 0..31 of one y
-COALESCING_SHAPES = ((37, 41), (40, 9), (5, 70), (70, 5))
+# The block shapes 03.3 runs: each warp is the 32 threads x = 0..31 (or 32..63) of one y. Two shapes, so that a
+# kernel or a grid written for one block shape (numbers where blockDim belongs) is caught.
+COALESCING_BLOCKS = (dim3(32, 4), dim3(64, 2))
+COALESCING_SHAPES = ((37, 41), (40, 9), (5, 70), (70, 5), (64, 8))     # the last: whole blocks only
 
 
 def as_grid(value, call):
     "The grid a learner's function returned, as a dim3; a sentence if it is not one."
-    xy = (value.x, value.y) if hasattr(value, 'x') and hasattr(value, 'y') else value
+    xy = (value.x, value.y, getattr(value, 'z', 1)) if hasattr(value, 'x') and hasattr(value, 'y') else value
     if not isinstance(xy, (tuple, list)) or not 1 <= len(xy) <= 3 or not all(isinstance(v, int) and v >= 1 for v in xy):
         raise NotYet(f"{call} returned {value!r}: return dim3(blocks in x, blocks in y), whole numbers of at least 1")
     return dim3(*xy)
+
+
+def surplus_sentence(call, grid, surplus, why):
+    "'scale_rows_blocks(...) gives 4 x 11 blocks, 2 too many along x: <why>. Give just enough blocks ...'."
+    sides = ' and '.join(f"{n} too many along {side}" if i == 0 else f"{n} along {side}"
+                         for i, (side, n) in enumerate(surplus.items()))
+    return (f"{call} gives {grid.x} x {grid.y}{f' x {grid.z}' if grid.z > 1 else ''} blocks, {sides}: {why}. Give just "
+            "enough blocks to cover the matrix with your mapping (cdiv of its size along each side by the block's)")
+
+
+def far_too_many_blocks(call, grid, h, w, block):
+    """Fail, before running it, if the grid has far more blocks along a side than any mapping of the matrix could use
+    (x and y may each run along the rows or the columns, z along neither): a launch that would take the simulator long.
+    Any surplus at all is found after the run, from the blocks that write nothing (idle_blocks)."""
+    most = {side: max(cdiv(h, getattr(block, side)), cdiv(w, getattr(block, side))) for side in 'xy'}
+    limit = {'x': 4 * most['x'], 'y': 4 * most['y'], 'z': 1}
+    if all(getattr(grid, side) <= limit[side] for side in 'xyz'): return
+    most['z'] = 1
+    surplus = {side: getattr(grid, side) - most[side] for side in 'xyz' if getattr(grid, side) > most[side]}
+    raise NotYet(surplus_sentence(call, grid, surplus, '; '.join(
+        f"{side} needs at most {most[side]}" + ('' if side == 'z' else f" (cdiv(h, blockDim.{side}) or cdiv(w, "
+                                                 f"blockDim.{side}), whichever side {side} runs along)") for side in surplus)))
+
+
+def idle_blocks(call, grid, h, w, block, trace):
+    "Fail if whole rows or columns of the grid's blocks write no element of out: the grid has more blocks than needed."
+    writers = {b for (b, _), accesses in trace.addresses.items() if any(kind == 'write' for _, kind, _, _ in accesses)}
+    idle = {side: sorted(set(range(getattr(grid, side))) - {b[axis] for b in writers}) for axis, side in enumerate('xy')}
+    surplus = {side: len(ids) for side, ids in idle.items() if ids}
+    if not surplus: return
+    def needs(side):
+        n = getattr(grid, side) - surplus[side]
+        sizes = ((h, 'h'), (w, 'w')) if side == 'x' else ((w, 'w'), (h, 'h'))    # the coalesced mapping's first
+        named = [f"cdiv({name}, blockDim.{side}) = {n}" for size, name in sizes if cdiv(size, getattr(block, side)) == n]
+        return named[0] if named else str(n)
+    def listed(ids):
+        if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)): return f"{ids[0]} to {ids[-1]}"
+        return ' and '.join(map(str, ids)) if len(ids) <= 2 else f"{', '.join(map(str, ids[:3]))}, ..."
+    raise NotYet(surplus_sentence(call, grid, surplus, '; '.join(
+        f"the blocks with blockIdx.{side} = {listed(idle[side])} write no element of out (with your mapping, {side} "
+        f"needs {needs(side)})" for side in surplus)))
+
+
+def block_sides_written(functions, block):
+    "Where the functions write a side of `block` as a number: ['the 32 at line 3 of the `#| exercise 03.3` cell: `...`']."
+    found = {}     # (file, line) -> the numbers on it
+    for fn in functions:
+        tree, first_line = function_tree(fn)
+        code = getattr(fn, '__code__', None)
+        if tree is None or code is None: continue
+        for node in sorted(ast.walk(tree), key=lambda n: (getattr(n, 'lineno', 0), getattr(n, 'col_offset', 0))):
+            if isinstance(node, ast.Constant) and type(node.value) is int and node.value in (block.x, block.y):
+                found.setdefault((code.co_filename, node.lineno + first_line - 1), []).append(str(node.value))
+    return [f"the {' and '.join(numbers)} at {where(*place)}" for place, numbers in list(found.items())[:2]]
+
+
+def run_coalescing_check(kernel, blocks_for, h, w, block):
+    "Run the learner's scale_rows_k on an h x w matrix with blocks of `block` threads and the grid of scale_rows_blocks."
+    what = f"scale_rows_k on a {h} x {w} m (column by column) with blocks of {block.x} x {block.y} threads"
+    call = f"scale_rows_blocks({h}, {w}, dim3({block.x}, {block.y}))"
+    with running(call): grid = as_grid(blocks_for(h, w, block), call)
+    far_too_many_blocks(call, grid, h, w, block)
+    m_cols, s = rand(w, h), rand(h)       # row c of m_cols is column c of m: element (r, c) at c*h + r
+    trace = Trace()
+    b = buffers(trace, m=m_cols, s=s)
+    out = nan_buffer(trace, 'out', h * w)
+    with running(what): run_grid(kernel, grid, block, b['m'], b['s'], out, h, w, trace=trace)
+    got = as_tensor(out, w, h).t()       # indexed [r, c], as m
+    if got.isnan().any():
+        r, c = (int(i) for i in got.isnan().nonzero()[0])
+        raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the grid of {grid.x} x {grid.y} blocks "
+                     f"that {call} gives does not reach it with your kernel's mapping; x must cover the axis "
+                     "threadIdx.x runs along, y the other")
+    idle_blocks(call, grid, h, w, block, trace)
+    compare(got, (m_cols * s).t(), what)
+    said = first_uncoalesced(trace, block, names={h: 'h', w: 'w'})
+    if said:
+        raise NotYet(f"{what}: {said}. Threads next to each other in x must touch elements next to each other in "
+                     "memory: map threadIdx.x to the index that moves by one element there")
+    at_most(trace, 'm', 'read', 1, "one element per thread")
 
 
 @exercise('03.3', 'coalesced reads and writes: which thread takes which element',
@@ -157,35 +240,23 @@ def as_grid(value, call):
                  'r = blockIdx.x*blockDim.x + threadIdx.x and c = blockIdx.y*blockDim.y + threadIdx.y; the grid then needs cdiv(h, blockDim.x) blocks in x and cdiv(w, blockDim.y) in y.'))
 def coalesced_scale_rows(ns, report):
     kernel, blocks_for = need(ns, 'scale_rows_k', 'scale_rows_blocks')
-    block = COALESCING_BLOCK
-    for h, w in COALESCING_SHAPES:
-        what = f"scale_rows_k on a {h} x {w} m (column by column) with blocks of {block.x} x {block.y} threads"
-        call = f"scale_rows_blocks({h}, {w}, dim3({block.x}, {block.y}))"
-        with running(call): grid = as_grid(blocks_for(h, w, block), call)
-        if grid.x * grid.y * block.x * block.y > 4 * (h + block.x) * (w + block.x):
-            raise NotYet(f"{call} gives {grid.x} x {grid.y} blocks, {grid.x * grid.y * block.x * block.y} threads for "
-                         f"{h * w} elements: give just enough blocks to cover the matrix (cdiv)")
-        m_cols, s = rand(w, h), rand(h)       # row c of m_cols is column c of m: element (r, c) at c*h + r
-        trace = Trace()
-        b = buffers(trace, m=m_cols, s=s)
-        out = nan_buffer(trace, 'out', h * w)
-        with running(what): run_grid(kernel, grid, block, b['m'], b['s'], out, h, w, trace=trace)
-        got = as_tensor(out, w, h).t()       # indexed [r, c], as m
-        if got.isnan().any():
-            r, c = (int(i) for i in got.isnan().nonzero()[0])
-            raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the grid of {grid.x} x {grid.y} blocks "
-                         f"that {call} gives does not reach it with your kernel's mapping; x must cover the axis "
-                         "threadIdx.x runs along, y the other")
-        compare(got, (m_cols * s).t(), what)
-        said = first_uncoalesced(trace, block, names={h: 'h', w: 'w'})
-        if said:
-            raise NotYet(f"{what}: {said}. Threads next to each other in x must touch elements next to each other in "
-                         "memory: map threadIdx.x to the index that moves by one element there")
-        at_most(trace, 'm', 'read', 1, "one element per thread")
+    first, *others = COALESCING_BLOCKS
+    for h, w in COALESCING_SHAPES: run_coalescing_check(kernel, blocks_for, h, w, first)
+    for block in others:
+        for h, w in COALESCING_SHAPES:
+            try: run_coalescing_check(kernel, blocks_for, h, w, block)
+            except NotYet as e:
+                numbers = block_sides_written((kernel, blocks_for), first)
+                said = (f"your code assumes a block shape: {'; '.join(numbers)}" if numbers else
+                        "your kernel or scale_rows_blocks assumes a block shape")
+                raise NotYet(f"{e}. It is right with blocks of {first.x} x {first.y} threads but not with {block.x} x "
+                             f"{block.y}, so {said}. Take the block's size from blockDim, never from numbers written "
+                             "into the code") from None
+    shapes = ' and '.join(f"{b.x} x {b.y}" for b in COALESCING_BLOCKS)
     report.ok(f"right on {', '.join(f'{h}x{w}' for h, w in COALESCING_SHAPES)} matrices stored column by column, "
-              f"with blocks of {block.x} x {block.y} threads and the grid of scale_rows_blocks")
+              f"with blocks of {shapes} threads and the grid of scale_rows_blocks")
     report.ok("every warp's read of m and of s and its write of out touches at most one 32-byte sector more than the "
-              "fewest that its elements fit in")
+              "fewest that its elements fit in; the grid has no block that writes nothing")
 
 
 # The course's uncoalesced kernel, what 03.4 is timed against: 03.3's skeleton in CUDA C, threadIdx.x along c.

@@ -1,10 +1,10 @@
 """The exercises of notebook 04: one Python thread per CUDA thread, and barriers."""
-import re
-
 from ..checked_simulator import Trace, buffers, dim3, run_threaded_blocks
 from .parts import NotYet, at_most, barriers_in_place, compare, need, running
 from .registry import exercise
-from .simulated import as_tensor, cdiv, compare_or_explain, nan_buffer, problem, products_in_order, run_matmul_kernel
+from .lesson_10 import accumulation_mistakes
+from .simulated import (as_tensor, cdiv, compare_or_explain, double_store, nan_buffer, problem, products_in_order,
+                        run_matmul_kernel)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -38,7 +38,8 @@ def tile_end(p, bias, bias_at, relu_at):
 
 
 def epilogue_mistakes(m, n, bias, tw):
-    "(values, mistake) for every misplaced bias and ReLU (see fused_values)."
+    """(values, mistake) for every misplaced bias and ReLU (see fused_values), then for a sum kept wrongly across the
+    phases (set to 0 in every phase, say), with the bias and the ReLU where they belong: notebook 10's sentences."""
     tiles = cdiv(m.shape[1], tw)
     def bias_wrong(places):
         if places == ('end',): return None
@@ -60,6 +61,12 @@ def epilogue_mistakes(m, n, bias, tw):
             if not why: continue
             for final_relu in ((False, True) if relu_at in ('tile', 'product') else (False,)):
                 yield fused_values(m, n, bias, tw, bias_at, relu_at, final_relu), why
+    yield from sum_mistakes(m, n, bias, tw)
+
+
+def sum_mistakes(m, n, bias, tw):
+    "(values, mistake) for each way of keeping the sum wrongly that accumulation_mistakes knows, its epilogue right."
+    for sums, why in accumulation_mistakes(m, n, tw): yield relu(sums + bias.double()), why
 
 
 def run_bias_relu_kernel(kernel, h, k, w, tw, seed):
@@ -133,11 +140,9 @@ def tiles_loaded_once(trace, th, tw, tk, phases, what):
 
 def overlapping_loads(sentence, th, tw, tk):
     "The race a tile element stored by two threads in one phase is, said as what it is here: overlapping loads."
-    hit = re.search(r"thread \(x=(\d+), y=(\d+)\) of block \(x=(\d+), y=(\d+)\) and thread \(x=(\d+), y=(\d+)\) both write "
-                    r"shared\[(\d+)\]", sentence)
-    if not hit: return sentence
-    x1, y1, bx, by, x2, y2, i = map(int, hit.groups())
-    (x1, y1), (x2, y2) = sorted([(x1, y1), (x2, y2)], key=lambda t: (t[1], t[0]))   # the same sentence whichever wrote first
+    race = double_store(sentence)
+    if not race: return sentence
+    (bx, by), (x1, y1), (x2, y2), i = race
     return (f"{sentence.split(': a barrier is missing')[0]}: threads (x={x1}, y={y1}) and (x={x2}, y={y2}) of block "
             f"(x={bx}, y={by}) both load {tile_element(i, th, tw, tk)} in the same phase, so the loads overlap and some other "
             f"element is left out. {LOAD_SHARE}")

@@ -1,15 +1,16 @@
 """The exercises of notebook 06: CUDA C with static shared memory, and shared-memory banks."""
 import ast, math, re, subprocess, tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..checked_simulator import Trace, buffers, dim3, run_threaded_blocks
-from .banks import WARP_SIZE, column_ways, worst_conflict
+from .banks import WARP_SIZE, column_ways, conflict_ways, stored_rows, worst_conflict
 from .barrier_placement import strip_c
 from .gpu_kernels import SMALL_MATMUL_CALLS, TILED_NEEDS, matmul_via, require_machine_code
 from .fenced_runs import check_matmul_fenced, crash_explained, run_fenced, sanitized_cell, seeded
-from .parts import ROOT, NotYet, at_most, barriers_in_place, compare, compiled, faster_than, gpu_here, need, running
+from .parts import ROOT, NotYet, at_most, barriers_in_place, cell_place, compare, compiled, faster_than, gpu_here, need, running
 from .registry import exercise
-from .simulated import as_tensor, cdiv, nan_buffer, rand, uncoalesced
+from .simulated import as_tensor, cdiv, double_store, nan_buffer, rand, uncoalesced
 
 
 @exercise('06.1', 'rectangular tiles in static shared memory',
@@ -37,24 +38,31 @@ def static_rect_tiles(ns, report):
 
 
 # --------------------------------------------------------------------------------------------------
-# The shared tile of a CUDA C source, read from its declaration
+# The shared tile of a CUDA C source, read from its declaration and from the indices its accesses use
 # --------------------------------------------------------------------------------------------------
 
+C_OPERATORS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+               ast.Div: lambda a, b: a // b if b else None, ast.Mod: lambda a, b: a % b if b else None,
+               ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b, ast.BitAnd: lambda a, b: a & b,
+               ast.BitOr: lambda a, b: a | b, ast.BitXor: lambda a, b: a ^ b}
+C_INT_CAST = r'\(\s*(?:const\s+)?(?:unsigned\s+)?(?:int|size_t|long|unsigned)\s*\)'
+
+
 def c_int(expr, names):
-    "The value of a C integer expression of numbers, `names`, + - * / % and parentheses; None if it holds anything else."
-    try: tree = ast.parse(expr.strip(), mode='eval')
+    """The value of a C integer expression of numbers, `names` (a name, or a member such as threadIdx.x), + - * / % << >>
+    & | ^, parentheses and integer casts; None if it holds anything else."""
+    try: tree = ast.parse(re.sub(C_INT_CAST, '', expr).strip(), mode='eval')
     except SyntaxError: return None
-    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a // b if b else None, ast.Mod: lambda a, b: a % b if b else None}
     def value(node):
         if isinstance(node, ast.Constant) and type(node.value) is int: return node.value
         if isinstance(node, ast.Name): return names.get(node.id)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name): return names.get(f"{node.value.id}.{node.attr}")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             v = value(node.operand)
             return None if v is None else -v
-        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+        if isinstance(node, ast.BinOp) and type(node.op) in C_OPERATORS:
             a, b = value(node.left), value(node.right)
-            return None if a is None or b is None else ops[type(node.op)](a, b)
+            return None if a is None or b is None else C_OPERATORS[type(node.op)](a, b)
         return None
     return value(tree.body)
 
@@ -81,33 +89,143 @@ def shared_float_tiles(code):
     return tiles
 
 
-def tile_is_padded(report, src, what):
-    """Read the shared tile's declaration from the source and, with the bank model, fail if a warp reading
-    one of its columns meets a bank conflict."""
+def bracketed(code, start):
+    "(the text inside the brackets that open at code[start], the position after them), or None if they never close."
+    depth = 0
+    for i in range(start, len(code)):
+        depth += {'[': 1, ']': -1}.get(code[i], 0)
+        if depth == 0: return code[start + 1:i], i + 1
+    return None
+
+
+def integer_locals(code):
+    "(name, expression) of each integer variable the source declares with a value (`int x = ..., y = ...;`, a loop's `int j = ...`), in order."
+    found = []
+    for decl in re.findall(r'\b(?:const\s+)?(?:unsigned\s+int|unsigned|int|size_t|long)\s+([^;{}()]*(?:\([^;{}]*?\)[^;{}()]*)*);', code):
+        parts, depth, last = [], 0, 0
+        for i, ch in enumerate(decl + ','):
+            depth += (ch in '([') - (ch in ')]')
+            if ch == ',' and depth == 0: parts.append(decl[last:i]); last = i + 1
+        found += [(n.strip(), e) for n, eq, e in (p.partition('=') for p in parts) if eq and n.strip().isidentifier()]
+    return found
+
+
+def launch_block(code, names):
+    "(blockDim.x, blockDim.y) of the source's launch `<<<grid, block, ...>>>`, from the block's dim3 or numbers; (32, 1) if unread."
+    launch = re.search(r'<<<\s*[^,>]+,\s*(\w+)', code)
+    decl = launch and re.search(rf'\b{launch.group(1)}\s*\(([^()]*)\)', code)
+    sides = [c_int(t, names) for t in decl.group(1).split(',')] if decl else []
+    return (sides[0], sides[1] if len(sides) > 1 else 1) if sides and None not in sides else (WARP_SIZE, 1)
+
+
+def lane_names(code, names, block, lane):
+    "The values of the constants and of the integer variables the source declares, as lane `lane` of warp 0 of block (0, 0) has them."
+    bx, by = block
+    values = {**names, 'threadIdx.x': lane % bx, 'threadIdx.y': lane // bx % by, 'threadIdx.z': 0, 'blockIdx.x': 0,
+              'blockIdx.y': 0, 'blockIdx.z': 0, 'blockDim.x': bx, 'blockDim.y': by, 'blockDim.z': 1}
+    for name, expr in integer_locals(code):
+        v = c_int(expr, values)
+        if name not in values and v is not None: values[name] = v
+    return values
+
+
+@dataclass
+class TileAccess:
+    "One access of a CUDA C source to a shared tile: where it stands, its text, and the word it touches, as a C expression."
+    position: int      # in the source
+    text: str          # 'flat[threadIdx.x*TILE + j]'
+    word: str          # the word offset in the tile: '(threadIdx.x)*33 + (j)'
+    stores: bool       # a store to the tile (else a read)
+    direct: bool       # tile[r][c] (else through a float pointer into the tile)
+    lane_words: list = None    # the word of each lane of warp 0, where the source gives them all
+
+    @property
+    def conflict(self): return conflict_ways(self.lane_words)   # (ways, bank, its words)
+
+
+def tile_accesses(code, name, cols):
+    """Each access of the source to the shared tile `name` (cols floats per row), directly (tile[r][c]) or through a float
+    pointer into it (float* p = &tile[0][0]; p[i]), as TileAccess."""
+    found = []
+    for m in re.finditer(rf'(?<!&)(?<!&\s)\b{name}\s*\[', code):
+        row = bracketed(code, m.end() - 1)
+        col = row and re.match(r'\s*\[', code[row[1]:]) and bracketed(code, code.index('[', row[1]))
+        if row and col: found.append((m.start(), col[1], f"({row[0]})*{cols} + ({col[0]})", True))
+    float_pointer = r'(?:const\s+)?float\s*\*\s*(?:const\s+)?'
+    for alias, ref, rest in re.findall(rf'\b{float_pointer}(\w+)\s*=\s*(?:\(\s*{float_pointer}\)\s*)?&?\s*{name}\b'
+                                       r'((?:\s*\[[^\]]*\])*)\s*([^;]*);', code):
+        indices = re.findall(r'\[([^\]]*)\]', ref) + ['0', '0']
+        base = f"({indices[0]})*{cols} + ({indices[1]})" + (f" {rest}" if rest.strip().startswith(('+', '-')) else '')
+        for m in re.finditer(rf'\b{alias}\s*\[', code):
+            index = bracketed(code, m.end() - 1)
+            if index: found.append((m.start(), index[1], f"{base} + ({index[0]})", False))
+    return [TileAccess(start, code[start:end], word, bool(re.match(r'\s*[-+*/]?=(?!=)', code[end:])), direct)
+            for start, end, word, direct in found]
+
+
+def warp_tile_accesses(code, name, cols, names):
+    "The tile's accesses, each with the word of every lane of warp 0 of block (0, 0), None where the source does not give it."
+    block = launch_block(code, names)
+    lanes = [lane_names(code, names, block, lane) for lane in range(WARP_SIZE)]
+    accesses = tile_accesses(code, name, cols)
+    for access in accesses: access.lane_words = [c_int(access.word, values) for values in lanes]
+    return accesses
+
+
+def tile_is_padded(report, src, what, src_name):
+    """Read the shared tile from the source and, with the bank model, fail if a warp's access to it meets a bank conflict:
+    each access whose words the source gives for every lane (tile[r][c], or a float pointer into the tile); where an
+    access's words cannot be read, also a warp reading one of its columns, as the declaration lays them out."""
     code = strip_c(src)
     tiles = shared_float_tiles(code)
     if not tiles:
         return report.skip(f"whether the shared tile of {what} spreads a column over all 32 banks (the check reads it "
                            "from a two-dimensional `__shared__ float tile[..][..]`, and there is none)")
     names = c_constants(code)
+    body = re.sub(r'__shared__[^;]*;', lambda d: re.sub(r'[^\n]', ' ', d.group(0)), code)   # the accesses, not the declarations
+    place = cell_place(report, src, src_name)
     for name, rows_text, cols_text in tiles:
         rows, cols = c_int(rows_text, names), c_int(cols_text, names)
+        declared = f"{name}[{rows_text.strip()}][{cols_text.strip()}]"
         if rows is None or cols is None:
             report.skip(f"whether {name}[{rows_text}][{cols_text}] spreads a column over all 32 banks (its size could "
                         "not be read from the source)")
             continue
-        if re.search(rf'\b{name}\s*\[[^\]]*\^', code):
-            report.skip(f"whether the swizzled tile {name} is free of bank conflicts (the bank model reads only padding)")
+        accesses = warp_tile_accesses(body, name, cols, names)
+        judged = [a for a in accesses if None not in a.lane_words]
+        worst = max(judged, key=lambda a: a.conflict[0], default=None)
+        column = column_ways(rows, cols)     # a warp reading a column of the tile, as the declaration lays it out
+        if worst is not None and worst.conflict[0] > 1 and not (worst.direct and column[0] > 1):
+            raise NotYet(f"the shared tile {declared} has rows of {cols} floats, but {access_sentence(worst, place, src)}. "
+                         f"Index the tile with its own row length, {name}[row][column] (or row*({cols_text.strip()}) + "
+                         "column through a flat pointer), so that its padding shifts each row by one bank")
+        if judged and len(judged) == len(accesses) and worst.conflict[0] == 1:
+            report.ok(f"the shared tile {declared}: each of its accesses ({len(judged)}) touches different banks in a warp "
+                      "(the bank model, from their indices)")
             continue
-        ways, bank, words = column_ways(rows, cols)
+        if re.search(rf'\b{name}\s*\[[^\]]*\^', code) and (worst is None or worst.conflict[0] == 1):
+            report.skip(f"whether the swizzled tile {name} is free of bank conflicts (the bank model could not read all its indices)")
+            continue
+        ways, bank, words = column
         if ways > 1:
-            raise NotYet(f"the shared tile {name}[{rows_text.strip()}][{cols_text.strip()}] has rows of {cols} floats: "
+            raise NotYet(f"the shared tile {declared} has rows of {cols} floats: "
                          f"a warp reading one of its columns ({name}[threadIdx.x][j]) reads words {cols} apart, {ways} of "
                          f"them in bank {bank} (words {', '.join(map(str, words[:3]))}, ...): a {ways}-way bank conflict, "
                          f"{ways} passes instead of one. Give each row an odd number of floats: "
                          f"{name}[{rows_text.strip()}][{cols_text.strip()} + 1]")
-        report.ok(f"the shared tile {name}[{rows_text.strip()}][{cols_text.strip()}]: a warp reading one of its columns "
-                  f"touches {min(rows, WARP_SIZE)} different banks (the bank model, from its declaration)")
+        report.ok(f"the shared tile {declared}: a warp reading one of its columns touches {min(rows, WARP_SIZE)} different "
+                  "banks (the bank model, from its declaration)")
+
+
+def access_sentence(access, place, src):
+    "'the read of `flat[threadIdx.x*TILE + j]` at line 18 of the cell gives the 32 lanes of a warp words 32 apart, ...'."
+    ways, bank, words = access.conflict
+    steps = {b - a for a, b in zip(access.lane_words, access.lane_words[1:])}
+    apart = f"words {steps.pop()} apart" if len(steps) == 1 else "words scattered"
+    return (f"the {'store to' if access.stores else 'read of'} `{' '.join(access.text.split())}` at "
+            f"{place(src.count(chr(10), 0, access.position) + 1)} gives the {WARP_SIZE} lanes of a warp {apart}, {ways} of "
+            f"them in bank {bank} (words {', '.join(map(str, words[:3]))}, ...): a {ways}-way bank conflict, {ways} passes "
+            "instead of one")
 
 
 # Nsight Compute's counters of shared-memory bank conflicts, and of the shared-memory instructions they slow down.
@@ -157,7 +275,7 @@ def cuda_transpose(ns, report):
         'shared stores': (1, "the kernel never stores to shared memory: stage each tile in a __shared__ array"),
         'shared loads': (1, "the kernel never reads shared memory: write out from the tile"),
         'barriers': (1, "a __syncthreads() is missing between filling the tile and reading it")}, 'transpose_k')
-    tile_is_padded(report, src, 'transpose_k')
+    tile_is_padded(report, src, 'transpose_k', 'transpose_cuda_src')
     if mod is None: return
     if not gpu_here():
         return report.skip("running it: correctness, out-of-bounds accesses, races, bank conflicts measured by "
@@ -192,6 +310,44 @@ mod.transpose(m, out, 2048, 2048)''')
 NT_TH, NT_TW, NT_TK = 8, 32, 32                        # the launch of 06.3: 32 x 8 threads, k in steps of 32
 NT_SHARED = NT_TH * NT_TK + NT_TW * (NT_TK + 1)         # ms, then nt's tile with room for one float of padding per row
 NT_SHAPES = ((8, 32, 32), (7, 37, 33))                  # one whole block; then awkward h, k and w (two blocks, two phases)
+# Where the tiles of 06.3 lie in `shared`: (name, first word, end, the row stride that suits it).
+NT_TILES = (('the tile of m', 0, NT_TH * NT_TK, "TK = 32, as the lesson's ms"),
+            ('the tile of nt', NT_TH * NT_TK, NT_SHARED, "TK + 1 = 33, which also spreads a column over the 32 banks"))
+
+
+def run_nt_kernel(kernel, m, nt, seed, races_checked=True):
+    "Run the learner's matmul_nt_k on m and nt (one Python thread per CUDA thread); returns (out, trace)."
+    (h, k), w = m.shape, nt.shape[0]
+    trace = Trace()
+    trace.races_checked = races_checked
+    b = buffers(trace, m=m, nt=nt)
+    out = nan_buffer(trace, 'out', h * w)
+    run_threaded_blocks(kernel, dim3(cdiv(w, NT_TW), cdiv(h, NT_TH)), dim3(NT_TW, NT_TH), NT_SHARED, b['m'], b['nt'], out,
+                        h, w, k, trace=trace, seed=seed)
+    return out, trace
+
+
+def overlapping_rows(kernel, m, nt, seed, race):
+    """The sentence for two threads storing one shared word in one phase (`race`, see double_store): rows of a tile that
+    overlap, found by running the kernel again with the races left unchecked and reading the rows its warps store."""
+    block, first, second, word = race
+    both = (f"threads (x={first[0]}, y={first[1]}) and (x={second[0]}, y={second[1]}) of block (x={block[0]}, "
+            f"y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
+    try:
+        with running("matmul_nt_k again, its races unchecked"): _, trace = run_nt_kernel(kernel, m, nt, seed, races_checked=False)
+    except NotYet: trace = None
+    name, base, end, suited = next((t for t in NT_TILES if t[1] <= word < t[2]), ('shared memory', 0, NT_SHARED, ''))
+    starts = [s for s in stored_rows(trace, dim3(NT_TW, NT_TH), block) if base <= s < end] if trace else []
+    holding = [s for s in starts if s <= word < s + WARP_SIZE]
+    if len(holding) < 2:
+        return (f"{both}: two elements of {name} land in one word, so its layout in shared memory overlaps. Give each "
+                "element a word of its own: rows at least as far apart as they are long")
+    a, b = holding[:2]
+    ra, rb = starts.index(a), starts.index(b)
+    return (f"rows {ra} and {rb} of {name} overlap in shared memory: its warps store each row as {WARP_SIZE} floats, but "
+            f"row {ra} starts at shared[{a}] and row {rb} at shared[{b}], {b - a} floats further, so element {word - a} of row "
+            f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both}. Rows must lie at least as far apart "
+            f"as they are long, {WARP_SIZE} floats: a row stride of {suited}")
 
 
 @exercise('06.3', 'shared-memory banks, with n given transposed',
@@ -203,13 +359,13 @@ def shared_memory_banks(ns, report):
     threads = dim3(NT_TW, NT_TH)
     for seed, (h, k, w) in enumerate(NT_SHAPES):
         m, nt = seeded(h, k, seed=seed, device='cpu'), seeded(w, k, seed=seed + 100, device='cpu')
-        trace = Trace()
-        b = buffers(trace, m=m, nt=nt)
-        out = nan_buffer(trace, 'out', h * w)
         what = f"matmul_nt_k on m {h}x{k} and nt {w}x{k}"
-        with running(what):
-            run_threaded_blocks(kernel, dim3(cdiv(w, NT_TW), cdiv(h, NT_TH)), threads, NT_SHARED, b['m'], b['nt'], out,
-                                h, w, k, trace=trace, seed=seed)
+        try:
+            with running(what): out, trace = run_nt_kernel(kernel, m, nt, seed)
+        except NotYet as e:
+            race = double_store(str(e))
+            if race: raise NotYet(f"{what}: {overlapping_rows(kernel, m, nt, seed, race)}") from None
+            raise
         compare(as_tensor(out, h, w), m @ nt.T, f"m @ nt.T with m {h}x{k} and nt {w}x{k}")
         loads = (1 + NT_TW // NT_TH) * cdiv(k, NT_TK)
         at_most(trace, 'global', 'read', loads, f"sharing the loads of both tiles among the block's threads on {what}")

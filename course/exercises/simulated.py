@@ -1,6 +1,7 @@
 """What the checks of Python kernels share: random inputs, output buffers that show an element no thread
-wrote, running a matmul kernel in the checking simulator, and the coalescing rule on a trace."""
-import math
+wrote, running a matmul kernel in the checking simulator, the coalescing rule on a trace, and reading back the
+race of two threads storing one shared element."""
+import math, re
 
 from ..checked_simulator import Trace, buffers, dim3, run_block_kernels, traced_run_threads   # noqa: F401
 from .parts import NotYet, compare, running
@@ -93,3 +94,16 @@ def products_in_order(m, n, tile):
     h, k, w = m.shape[0], m.shape[1], n.shape[1]
     for i in range(cdiv(k, tile) * tile):
         yield (m[:, i:i + 1] * n[i:i + 1] if i < k else torch.zeros(h, w, dtype=torch.float64)), i // tile
+
+
+def double_store(sentence):
+    """The race of two threads storing one shared element between the same two barriers, read from a check's sentence
+    (the checking simulator's): (block, first thread, second thread, index into `shared`), the threads in the order
+    (y, x), the same whichever stored first; None where the sentence names no such race. Tiles whose element has two
+    threads storing it in one phase overlap, or their loads do: no barrier can keep both values."""
+    hit = re.search(r"thread \(x=(\d+), y=(\d+)\) of block \(x=(\d+), y=(\d+)\) and thread \(x=(\d+), y=(\d+)\) both write "
+                    r"shared\[(\d+)\]", sentence)
+    if not hit: return None
+    x1, y1, bx, by, x2, y2, i = map(int, hit.groups())
+    first, second = sorted([(x1, y1), (x2, y2)], key=lambda t: (t[1], t[0]))
+    return (bx, by), first, second, i

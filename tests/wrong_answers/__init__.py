@@ -37,6 +37,17 @@ class Wrong:
     def pattern(self, gpu): return self.gpu_expect if gpu and self.gpu_expect else self.expect
 
 
+def solution_with(exercise, *changes):
+    "The cell body of the exercise's reference solution with several changes (old, new), each `old` found exactly once."
+    preamble, sections = solution_sections(exercise.split('.')[0])
+    text = preamble + sections[exercise]
+    for old, new in changes:
+        if text.count(old) != 1:
+            raise AssertionError(f"{exercise}: the text to change {old!r} occurs {text.count(old)} times, not once")
+        text = text.replace(old, new)
+    return text
+
+
 def all_wrong_answers():
     "Every recorded wrong answer, in course order, then those found by review."
     out = []

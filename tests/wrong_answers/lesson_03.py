@@ -1,7 +1,7 @@
 "Wrong answers for notebook 03's exercises (run_threads, coalescing, and its CUDA C twin)."
 from course.exercises.learner_code import solution_sections
 
-from . import Wrong
+from . import Wrong, solution_with
 
 STORE_TILE = ("        r, c = blockIdx.x*tw + tr, blockIdx.y*tw + tc     # out is w x h\n"
               "        if r < w and c < h: out[r*h + c] = shared[tc*tw + tr]\n")
@@ -39,6 +39,40 @@ def cuda_solution():
     preamble, sections = solution_sections('03')
     return preamble + sections['03.4']
 
+
+SCALE_ROWS_GRID = "return dim3(cdiv(h, blockDim.x), cdiv(w, blockDim.y))"
+SCALE_ROWS_MAPPING = ("    r = blockIdx.x*blockDim.x + threadIdx.x     # threadIdx.x along r: from one thread of a warp to the next,\n"
+                      "    c = blockIdx.y*blockDim.y + threadIdx.y     # c*h + r grows by one element, so the warp's accesses coalesce\n")
+
+
+def surplus(side, count, idle):
+    "The sentence for a grid with `count` blocks too many along `side`, those with blockIdx.<side> = `idle` writing nothing."
+    return (rf"gives \d+ x \d+ blocks, {count} too many along {side}.*the blocks with blockIdx\.{side} = {idle} write no "
+            r"element of out.*Give just enough blocks")
+
+
+def assumed_block(numbers):
+    "The sentence for a kernel or grid right with 32 x 4 blocks only, the numbers `numbers` written where blockDim belongs."
+    return (r"with blocks of 64 x 2 threads.*It is right with blocks of 32 x 4 threads but not with 64 x 2, so your code "
+            rf"assumes a block shape: the {numbers} at line \d+ of the `#\| exercise 03\.3` cell.*Take the block's size from blockDim")
+
+
+# scale_rows_blocks returning more blocks than needed along a side, or a block shape of its own: (slip, what it returns,
+# the sentence).
+GRID_SLIPS = (
+    ('twice the blocks needed along x', "dim3(2*cdiv(h, blockDim.x), cdiv(w, blockDim.y))", surplus('x', 2, '2 and 3')),
+    ('one block more than needed along y', "dim3(cdiv(h, blockDim.x), cdiv(w, blockDim.y) + 1)", surplus('y', 1, '11')),
+    ('too many blocks along both sides', "dim3(cdiv(h, blockDim.x) + 1, 2*cdiv(w, blockDim.y))",
+     r"gives 3 x 22 blocks, 1 too many along x and 11 along y: the blocks with blockIdx\.x = 2 write no element of out.*"
+     r"the blocks with blockIdx\.y = 11 to 21 write no element of out"),
+    ('h // blockDim.x + 1 blocks (one too many where the block divides the matrix)',
+     "dim3(h // blockDim.x + 1, w // blockDim.y + 1)",
+     r"scale_rows_blocks\(64, 8, dim3\(32, 4\)\) gives 3 x 3 blocks, 1 too many along x and 1 along y"),
+    ('one block per element, whatever the block', "dim3(h, w)",
+     r"gives 37 x 41 blocks, 35 too many along x and 30 along y: x needs at most 2 .*; y needs at most 11"),
+    ('two layers of blocks along z', "dim3(cdiv(h, blockDim.x), cdiv(w, blockDim.y), 2)", r"gives 2 x 11 x 2 blocks, 1 too many along z"),
+    ('the block shape written into the grid only', "dim3(cdiv(h, 32), cdiv(w, 4))", assumed_block('32 and 4')),
+)
 
 GPU_BOUNDS = r"writes \d+ value\(s\) outside out: a bound check is missing or off by one|came out inf.*a bound check is missing or off by one"
 
@@ -92,6 +126,15 @@ WRONG = [
     Wrong('03.3', 'one thread per row, looping along it (coalesced, but many elements per thread)',
           body=SCALE_ROWS_PYTHON_LOOPS.format(index='r', line='row', size='h', other='c', other_size='w'),
           expect=r"reads \d+ values of m from global memory; one element per thread needs at most 1"),
+    Wrong('03.3', 'the block shape 32 x 4 written into the kernel and the grid',
+          body=solution_with('03.3', (SCALE_ROWS_MAPPING, "    r = blockIdx.x*32 + threadIdx.x\n    c = blockIdx.y*4 + threadIdx.y\n"),
+                             (SCALE_ROWS_GRID, "return dim3(cdiv(h, 32), cdiv(w, 4))")),
+          expect=assumed_block('32')),
+    Wrong('03.3', 'the block width 32 written into the kernel only',
+          change=("    r = blockIdx.x*blockDim.x + threadIdx.x ", "    r = blockIdx.x*32 + threadIdx.x "), expect=assumed_block('32')),
+
+    *(Wrong('03.3', slip, change=(SCALE_ROWS_GRID, f"return {grid}"), expect=expect) for slip, grid, expect in GRID_SLIPS),
+
     Wrong('03.4', 'threadIdx.x along c, the grid to match (right, but uncoalesced)', cpu='not checked here',
           body=cuda_solution().replace(CUDA_MAPPING, "    int c = blockIdx.x*blockDim.x + threadIdx.x;\n"
                                                      "    int r = blockIdx.y*blockDim.y + threadIdx.y;\n")
@@ -111,4 +154,14 @@ WRONG = [
     Wrong('03.4', 'a missing semicolon',
           change=("    int c = blockIdx.y*blockDim.y + threadIdx.y;\n", "    int c = blockIdx.y*blockDim.y + threadIdx.y\n"),
           expect=r"nvcc cannot compile scale_rows_cuda_src.*line \d+ of the `#\| exercise 03.4` cell"),
+]
+
+# Right answers near the rules' edges: each must not be rejected.
+RIGHT = [
+    Wrong('03.3', "the block's sides unpacked from blockDim into names",
+          change=(SCALE_ROWS_MAPPING, "    bx, by = blockDim.x, blockDim.y\n    r = blockIdx.x*bx + threadIdx.x\n"
+                                      "    c = blockIdx.y*by + threadIdx.y\n"), expect=''),
+    *(Wrong('03.3', slip, change=(SCALE_ROWS_GRID, grid), expect='') for slip, grid in (
+        ('the grid by rounding up without cdiv, as a tuple', "return ((h + blockDim.x - 1) // blockDim.x, -(-w // blockDim.y))"),
+        ('the grid by math.ceil, with a z of 1', "import math\n    return dim3(math.ceil(h / blockDim.x), math.ceil(w / blockDim.y), 1)"))),
 ]

@@ -5,6 +5,9 @@ FIRST_BARRIER = "        syncb.wait()                          # every thread ha
 SECOND_BARRIER = "        syncb.wait()                          # every thread has read them: the next phase may overwrite them\n"
 PRODUCTS = "        for i in range(tw): p += ms[tr*tw + i] * ns[i*tw + tc]\n"
 EPILOGUE = "    if r < h and c < w: out[r*w + c] = max(p + bias[c], 0.)"
+PHASE_START = "        idx = ph * tw\n"
+# Notebook 10's sentence for sums set to 0 in every phase, which 04.1 shares.
+SUM_RESET = r"these are the values of a kernel that sets its sums to 0 again for every tile of k, so only the last tile's products remain"
 
 WRONG = [
     # 04.1: the barriers and the epilogue of matmul_bias_relu_k
@@ -46,6 +49,16 @@ WRONG = [
           change=(PRODUCTS, "        i = 0\n        while i < tw: p += ms[tr*tw + i] * ns[i*tw + tc]\n"),
           expect=r"still running after \d+ s, in the loop `while i < tw: p \+= ms\[tr\*tw \+ i\] \* ns\[i\*tw \+ tc\]` at "
                  r"line \d+ of the `#\| exercise 04.1` cell"),
+
+    Wrong('04.1', 'the sum set to 0 at the start of every phase',
+          change=(PHASE_START, PHASE_START + "        p = 0.\n"), expect=SUM_RESET),
+    Wrong('04.1', 'the sum set to 0 after the first barrier, before the products',
+          change=(FIRST_BARRIER + PRODUCTS, FIRST_BARRIER + "        p = 0\n" + PRODUCTS), expect=SUM_RESET),
+    Wrong('04.1', "each phase's products assigned to the sum, not added to it",
+          change=(PRODUCTS, "        p = sum(ms[tr*tw + i] * ns[i*tw + tc] for i in range(tw))\n"), expect=SUM_RESET),
+    Wrong('04.1', 'each product assigned to the sum, not added to it',
+          change=(PRODUCTS, PRODUCTS.replace("p +=", "p =")),
+          expect=r"these are the values of a kernel that keeps only its last product"),
 
     # 04.2: rectangular tiles, the loads shared among the block's threads
     Wrong('04.2', 'the load loop never advances (an endless while loop)',

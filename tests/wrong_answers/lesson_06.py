@@ -1,5 +1,48 @@
 "Wrong answers for notebook 06's exercises (static shared memory, shared-memory banks)."
-from . import Wrong
+from . import Wrong, solution_with
+
+TILE_DECLARED = "    __shared__ float tile[TILE][TILE + 1];   // +1: a column of the tile spreads over all 32 banks\n"
+TILE_READ = "= tile[threadIdx.x][j];"
+TILE_STORE = "tile[j][threadIdx.x] = m["
+
+
+def through_pointer(pointer, read, store=None, declared=TILE_DECLARED):
+    """06.2's reference with a float pointer into its tile (declared as `declared`) right after it, the tile's `read`
+    (and `store`) going through that pointer."""
+    changes = [(TILE_DECLARED, f"{declared}    {pointer};\n"), (TILE_READ, f"= {read};")]
+    return solution_with('06.2', *changes, *([(TILE_STORE, f"{store} = m[")] if store else []))
+
+
+def padding_ignored(access, step=32):
+    "The sentence for an access through a pointer that steps `step` floats per lane in a tile padded to rows of 33."
+    return (rf"the shared tile tile\[TILE\]\[TILE \+ 1\] has rows of 33 floats, but the {access} at line \d+ of the "
+            rf"`#\| exercise 06\.2` cell gives the 32 lanes of a warp words {step} apart.*a 32-way bank conflict.*Index the tile "
+            r"with its own row length")
+
+
+# The padded tile of 06.2 accessed through a float pointer that ignores its padding: (slip, the pointer, the read, the
+# store (None: tile[j][threadIdx.x] as in the reference), the access the sentence names).
+POINTER_SLIPS = (
+    ('the padded tile read through a flat pointer with rows of TILE', "float* flat = &tile[0][0]",
+     "flat[threadIdx.x*TILE + j]", None, r"read of `flat\[threadIdx\.x\*TILE \+ j\]`"),
+    ('the padded tile cast to a const float pointer, rows of 32', "const float* flat = (const float*)tile",
+     "flat[threadIdx.x*32 + j]", None, r"read of `flat\[threadIdx\.x\*32 \+ j\]`"),
+    ("the padded tile's first row as a pointer, rows of TILE", "float* row = tile[0]",
+     "row[TILE*threadIdx.x + j]", None, r"read of `row\[TILE\*threadIdx\.x \+ j\]`"),
+    ("a pointer to the lane's column, TILE floats per row", "float* column = &tile[0][0] + threadIdx.x*TILE",
+     "column[j]", None, r"read of `column\[j\]`"),
+    ('the tile stored down its columns through a flat pointer with rows of TILE', "float* flat = &tile[0][0]",
+     "flat[j*TILE + threadIdx.x]", "flat[threadIdx.x*TILE + j]", r"store to `flat\[threadIdx\.x\*TILE \+ j\]`"),
+)
+
+NT_STRIDE = "NT_STRIDE = TK + 1 "
+
+
+def overlapping(tile, rows, apart):
+    "The sentence for rows of a tile in shared memory that overlap, `apart` floats apart."
+    return (rf"rows {rows[0]} and {rows[1]} of the tile of {tile} overlap in shared memory: its warps store each row as 32 floats, "
+            rf"but .*, {apart} floats further.*both store shared\[\d+\] in the same phase, and no barrier can keep both values")
+
 
 WRONG = [
     # 06.1: rectangular tiles in static shared memory
@@ -49,6 +92,9 @@ WRONG = [
           cpu='not checked here',
           expect=r"transposing a 1024x704 m: element \[\d+, \d+\] is"),
 
+    *(Wrong('06.2', slip, body=through_pointer(pointer, read, store), expect=padding_ignored(access))
+      for slip, pointer, read, store, access in POINTER_SLIPS),
+
     # 06.3: shared-memory banks, with n given transposed
     Wrong('06.3', 'nt loaded down its columns (not coalesced)',
           change=("        for j in range(tr, TW, TH):             # row j of the tile: a warp reads 32 neighbours of one row of nt\n"
@@ -69,7 +115,28 @@ WRONG = [
     Wrong('06.3', 'a barrier inside an if',
           change=("        syncb.wait()\n        for i in range(TK)", "        if r < h: syncb.wait()\n        for i in range(TK)"),
           expect=r"matmul_nt_k \(the `#\| exercise 06.3` cell\): the barrier at line \d+ is inside the `if`"),
+    Wrong('06.3', "the rows of nt's tile 31 floats apart (overlapping)",
+          change=(NT_STRIDE, "NT_STRIDE = TK - 1 "), expect=overlapping('nt', (7, 8), 31)),
+    Wrong('06.3', "the rows of nt's tile 16 floats apart (half a row)",
+          change=(NT_STRIDE, "NT_STRIDE = 16 "), expect=overlapping('nt', (7, 8), 16)),
+    Wrong('06.3', "the rows of nt's tile TW - 8 floats apart",
+          change=(NT_STRIDE, "NT_STRIDE = TW - 8 "), expect=overlapping('nt', (7, 8), 24)),
+    Wrong('06.3', "the rows of m's tile 31 floats apart",
+          change=("        ms[tr*TK + tc] = m[", "        ms[tr*(TK - 1) + tc] = m["), expect=overlapping('m', (0, 1), 31)),
     Wrong('06.3', 'the load of nt without its row guard',
           change=("if row < w and idx + tc < k else 0.", "if idx + tc < k else 0."),
           expect=r"reads nt\[\d+\], outside the buffer"),
+]
+
+# Right answers near the rules' edges: each must not be rejected.
+RIGHT = [
+    Wrong('06.2', 'the padded tile read through a flat pointer with its padded row length',
+          body=through_pointer("float* flat = &tile[0][0]", read="flat[threadIdx.x*(TILE + 1) + j]"), expect=''),
+    Wrong('06.2', 'the padded tile stored and read through a flat pointer, 33 floats per row',
+          body=through_pointer("float* flat = (float*)tile", read="flat[threadIdx.x*33 + j]", store="flat[j*33 + threadIdx.x]"),
+          expect=''),
+    Wrong('06.2', 'an unpadded tile, its columns swizzled by XOR (no bank conflict either)',
+          body=through_pointer("float* flat = &tile[0][0]", read="flat[threadIdx.x*TILE + (j ^ threadIdx.x)]",
+                               store="flat[j*TILE + (threadIdx.x ^ j)]", declared="    __shared__ float tile[TILE][TILE];\n"),
+          expect=''),
 ]
