@@ -123,9 +123,14 @@ def test_code_that_ends_the_process_itself_does_not_pass(tmp_path):
 
 def test_hints_are_graded(capsys):
     exercises._hints_given.clear()
-    first, second, third = (exercises.hint('04.2') for _ in range(3))
+    def printed(*args):
+        assert exercises.hint(*args) is None                 # printed once, not shown again by Jupyter
+        return capsys.readouterr().out
+    first, second, third = (printed('04.2') for _ in range(3))
     assert first.startswith('Hint 1') and second.startswith('Hint 2') and first != second
     assert 'solutions/04_threads_and_barriers.py' in third
+    assert printed('04.1', 2).startswith('Hint 2 for 04.1') and printed('04.1').startswith('The reference solution')
+    with pytest.raises(ValueError, match='level'): exercises.hint('04.1', 0)
     for i in IDS:
         ex = exercises.EXERCISES[i]
         assert len(ex.hints) == 2 and all(len(h) > 40 for h in ex.hints), i

@@ -56,7 +56,8 @@ def run_check(exercise_id, work, namespace=None, errors=None):
 def check(exercise_id, namespace=None):
     """In an exercise notebook's check cell: check exercise `exercise_id` against the setup and exercise
     cells run so far in this notebook (each at its last run), and print what passed, what is wrong and what
-    this machine could not check."""
+    this machine could not check. It returns nothing, so that Jupyter shows the verdict once (`run_check` returns
+    the Report itself)."""
     if exercise_id not in EXERCISES:
         raise KeyError(f"no exercise {exercise_id!r}; there are {', '.join(EXERCISES)}")
     work = None if namespace is not None else jupyter_work(EXERCISES[exercise_id].notebook)
@@ -67,7 +68,6 @@ def check(exercise_id, namespace=None):
         report = run_check(exercise_id, None, ns)
     report.hint_line = f"stuck? hint('{exercise_id}') gives a hint"
     print(report.text())
-    return report
 
 
 _hints_given = Counter()
@@ -80,14 +80,16 @@ def hint_text(exercise_id, level):
             f"'# Exercise {exercise_id}' (or: make check EX={exercise_id} SOLUTIONS=1).")
 
 
-def hint(exercise_id):
-    "A hint for an exercise: the first call gives a first hint, the second a more specific one, the third where the solution is."
+def hint(exercise_id, level=None):
+    """Print a hint for an exercise: the first call gives a first hint, the second a more specific one, the third
+    where the solution is; `level` (1, 2 or 3, as `make hint LEVEL=2`) asks for one level directly. It returns
+    nothing, so that Jupyter shows the hint once."""
     if exercise_id not in EXERCISES:
         raise KeyError(f"no exercise {exercise_id!r}; there are {', '.join(EXERCISES)}")
-    _hints_given[exercise_id] += 1
-    text = hint_text(exercise_id, _hints_given[exercise_id])
-    print(text)
-    return text
+    if level is not None and (not isinstance(level, int) or level < 1):
+        raise ValueError(f"level must be 1, 2 or 3, got {level!r}")
+    _hints_given[exercise_id] = level if level is not None else _hints_given[exercise_id] + 1
+    print(hint_text(exercise_id, _hints_given[exercise_id]))
 
 
 def selected(args):
