@@ -3,17 +3,11 @@
 nvcc runs as a separate process, so compiling in threads compiles in parallel: with `compile_cuda`'s
 light prelude one variant takes a few seconds of one core, and a machine with 16 cores builds 16 at a time.
 """
-import os, time, warnings
+import os, time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import NamedTuple
 
-from tqdm.std import TqdmWarning
-
-with warnings.catch_warnings():
-    # In Jupyter without ipywidgets, tqdm.auto warns once and falls back to a text bar: the text bar is enough.
-    warnings.simplefilter('ignore', TqdmWarning)
-    from tqdm.auto import tqdm
-
+from .progress import progress as progress_of
 from .timing import cuda_time_ms
 
 
@@ -25,10 +19,8 @@ def compile_all(variants, workers=None, progress=True):
     start = time.perf_counter()
     with ThreadPoolExecutor(workers or os.cpu_count() or 1) as pool:
         builds = [pool.submit(v.build) for v in variants]
-        with tqdm(total=len(builds), desc='compiling', unit='variant', disable=not progress) as bar:
-            for build in as_completed(builds):
-                build.result()      # a failed compile raises here
-                bar.update()
+        for build in progress_of(as_completed(builds), 'compiling', 'variant', total=len(builds), show=progress):
+            build.result()          # a failed compile raises here
     return time.perf_counter() - start
 
 
@@ -52,5 +44,5 @@ def autotune(variants, h, k, w, input_sets=4, progress=True, dtype='float32'):
     compile_all(variants, progress=progress)
     sets = random_input_pairs(h, k, w, dtype, input_sets)
     trials = [Trial(v, cuda_time_ms(v, arg_sets=sets, back_to_back=10, reps=5, warmup=1, max_seconds=0.5))
-              for v in tqdm(variants, desc=f'timing {h}x{k}x{w}', unit='variant', disable=not progress)]
+              for v in progress_of(variants, f'timing {h}x{k}x{w}', 'variant', show=progress)]
     return sorted(trials, key=lambda t: t.ms)

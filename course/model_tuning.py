@@ -18,7 +18,8 @@ longer timing of the fastest three: `model_tuner(calibration, sms)` is a `tune` 
 import json, math
 from typing import NamedTuple
 
-from .autotune import Trial, random_input_pairs, tqdm
+from .autotune import Trial, random_input_pairs
+from .progress import progress as progress_of
 from .template_variants import padded_widths
 from .timing import cuda_time_ms
 from .waves import H100_HBM_TBPS, partial_sums_bytes, plan
@@ -107,7 +108,7 @@ def calibrate(variants, sms, shapes=CALIBRATION_SHAPES, time_ms=None, progress=T
     `time_ms(variant, h, k, w)`, by default a short timing on the GPU with rotating inputs)."""
     time_ms = time_ms or short_time_ms
     calibration = {}
-    for v in tqdm(list(variants), desc='calibrating the model', unit='variant', disable=not progress):
+    for v in progress_of(list(variants), 'calibrating the model', 'variant', show=progress):
         for aligned, pair in shapes.items():
             timings = {shape: time_ms(v, *shape) for shape in pair}
             calibration[variant_key(v.params, aligned)] = fit_rates(v.params, v.resources(aligned)['blocks_per_sm'], timings, sms)
@@ -180,8 +181,8 @@ def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_m
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
         final_timer = final_time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype, reps=15))
         picked = shortlist(order, max(top, affordable(order, h, k, w, budget_s)))
-        trials = sorted((Trial(c, timer(c, h, k, w)) for c in tqdm(
-            picked, desc=f"timing the model's {len(picked)} best", unit='variant', disable=not progress)), key=lambda t: t.ms)
+        trials = sorted((Trial(c, timer(c, h, k, w)) for c in progress_of(
+            picked, f"timing the model's {len(picked)} best", 'variant', show=progress)), key=lambda t: t.ms)
         final = sorted((Trial(t.variant, final_timer(t.variant, h, k, w)) for t in trials[:finalists]), key=lambda t: t.ms)
         return final + trials[finalists:]
     return tune

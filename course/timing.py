@@ -120,7 +120,7 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
       of that length (a garbage collection, a clock settling) would fall on every round and move the median.
     Call it after any autotuning, so that the winner's time is a fresh measurement, not its selection run."""
     import random, torch
-    from tqdm import tqdm
+    from .progress import progress as progress_of
     sets = l2_overflowing_inputs(h, k, w, dtype=dtype)
     names = list(kernels)
     def warm_up():                                            # every kernel on two input pairs; seconds taken
@@ -134,8 +134,7 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
         rounds = rounds_to_run(rounds, warm_up() * (1 + back_to_back) / 2, min_seconds)
     samples = {name: [] for name in names}
     order, calls = random.Random(0), itertools.count()
-    for _ in tqdm(range(rounds), desc=f"{h}x{k} @ {k}x{w}, {len(names)} kernels interleaved", disable=not progress,
-                  leave=False):
+    for _ in progress_of(range(rounds), f"{h}x{k} @ {k}x{w}, {len(names)} kernels interleaved", 'round', show=progress):
         order.shuffle(names)
         for name in names:
             call = lambda: kernels[name](*sets[next(calls) % len(sets)])

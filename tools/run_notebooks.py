@@ -26,6 +26,7 @@ def execute_notebook(nb, workdir, timeout=900, allow_errors=False):
     """Run notebook `nb` (nbformat object, filled with outputs in place) in folder `workdir`; return the error or None.
     With allow_errors, a cell that raises shows its error and the cells after it still run."""
     use_repo_utils()
+    os.environ['COURSE_SAVED_RUN'] = '1'      # course.progress: no bars in a saved notebook, one line per long loop
     client = NotebookClient(nb, timeout=timeout, kernel_name='python3', allow_errors=allow_errors,
                             resources={'metadata': {'path': str(workdir)}})
     try:
