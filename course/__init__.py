@@ -20,6 +20,7 @@ own helpers, and imports of what the notebooks use from here.
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace, and of a tile's float-by-float loads in each of notebook 10's layouts; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
+| `barrier_timeline` | two threads of a block in time, with and without the second barrier, and where one overwrites the tiles the other still reads; its drawing |
 | `template_variants` | `TemplateVariant`: one compiled instantiation of a template kernel (fp32 or bf16; aligned and unaligned versions where the template asks), its launcher, and its resources; `SplitK` and `SPLIT_K_LAUNCHER`: a kernel run with K in pieces, added by a second pass, in a workspace kept per stream; `Padded`: a candidate run on zero-padded copies whose rows start on 16 bytes |
 | `roofline` | datasheet and measured ceilings, arithmetic intensity, padding waste, and the roofline chart |
 | `array_interface` | what torch's `__cuda_array_interface__` holds (read from torch's own source) |
@@ -45,6 +46,8 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.watchdog` | stopping an endless loop in the learner's code, with the thread, the line and the loop, and no thread left |
 | `exercises.isolation` | on a GPU, each GPU exercise's check in a child process, so a faulting kernel leaves the notebook's CUDA context alone |
 | `exercises.barrier_placement` | barriers inside branches, after early returns, or missing between fill and read, read from Python or CUDA C source |
+| `exercises.endless_loops` | loops of CUDA C that never advance their counter (so never end), read from the source with their lines |
+| `exercises.ptx_dataflow` | a kernel's PTX followed register by register: where each address comes from (parameters, shared arrays, the thread index), how it moves from lane to lane of a warp, and which comparisons decide whether a load runs |
 | `exercises.parts` | what the checks are made of: running the learner's code, comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
 | `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
 | `exercises.lesson_01` ... `lesson_12` | the checks of each exercise notebook |

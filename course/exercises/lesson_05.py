@@ -1,12 +1,12 @@
 """The exercises of notebook 05: CUDA C with dynamic shared memory."""
-import re
+import functools, re
 from pathlib import Path
 
 from .barrier_placement import strip_c
 from .gpu_kernels import GPU_SHAPES, TILED_NEEDS, require_machine_code
 from .fenced_runs import (SMALL_EPILOGUE_CALLS, check_matmul_fenced, crash_explained, inside_a_loop, ptx_listing,
                           relu_ops, run_fenced, sanitized_cell, seeded)
-from .parts import NotYet, compare, compiled, faster_than, gpu_here, need, running
+from .parts import NotYet, cell_place, compare, compiled, faster_than, gpu_here, need, running
 from .registry import exercise
 from .simulated import rand
 
@@ -63,6 +63,93 @@ def fused_bias_relu(ns, report):
                 "on the lecture's problem, tw=16", "notebook 05's matmul_dyn (no epilogue)")
 
 
+@functools.cache
+def tensor_seen_on_a_gpu():
+    "A tensor class whose instances say they are on a GPU (is_cuda, device) while their data stay on the CPU."
+    import torch
+    class OnAGpuToAllAppearances(torch.Tensor):
+        is_cuda = property(lambda self: True)
+        device = property(lambda self: torch.device('cuda', 0))
+    return OnAGpuToAllAppearances
+
+
+def seen_on_a_gpu(t):
+    """t, saying it is on a GPU: where there is none, a wrapper called with it and a CPU tensor shows whether it checks
+    the CPU tensor's device too (anything that really needs a GPU fails on it, as a launch would on a CPU tensor)."""
+    return t.as_subclass(tensor_seen_on_a_gpu())
+
+
+# --------------------------------------------------------------------------------------------------
+# 05.2: what matvec_k's PTX says about its loads (no GPU needed)
+# --------------------------------------------------------------------------------------------------
+
+# The problem whose sizes the reading of the PTX gives matvec_k's scalar arguments.
+READ_AS = {'h': 1000, 'k': 300}
+
+
+def kernel_parameters(src, kernel):
+    "The parameter names of the __global__ function `kernel` in src, in order ([] if it is not found)."
+    m = re.search(rf'__global__[^{{;(]*?\b{kernel}\s*\(([^)]*)\)', strip_c(src))
+    if not m: return []
+    return [(re.findall(r'(\w+)\s*(?:\[\s*\])?\s*$', p.strip()) or [''])[0] for p in m.group(1).split(',') if p.strip()]
+
+
+def source_line_of(report, src, pattern, what):
+    "'line N of the `#| exercise ...` cell (`<code>`)' for the first line of src that matches `pattern`, or ''."
+    code = strip_c(src).splitlines()
+    hit = next((i for i, line in enumerate(code) if re.search(pattern, line)), None)
+    if hit is None: return ''
+    return f" at {cell_place(report, src, what)(hit + 1)} (`{code[hit].strip()}`)"
+
+
+def unguarded_loads(listing, parameters, buffer, bound):
+    """The loads of `buffer` that no comparison with `bound` decides on: none that involves the thread's index, none
+    made on every pass of the loop around them, and no clamping of the index to the bound."""
+    from .ptx_dataflow import LANE_INDEX, global_accesses, guards_of, value_origins
+    origins = value_origins(listing, parameters)
+    def guarded(access):
+        if bound in origins[access.address]: return True          # an index clamped to the bound: min(i, k - 1)
+        return any(bound in g.origins and (LANE_INDEX in g.origins or g.inside)
+                   for g in guards_of(listing, access.line, parameters))
+    return [a for a in global_accesses(listing, parameters) if a.kind == 'read' and a.buffer == buffer and not guarded(a)]
+
+
+def warp_sectors(access):
+    "(sectors, fewest) of one warp instruction of `access` (a GlobalAccess whose address moves by access.step bytes a lane)."
+    from ..memory_access import ELEMENT_BYTES, fewest_sectors, sectors_touched
+    indices = [(lane * access.step + byte) // ELEMENT_BYTES for lane in range(32)
+               for byte in range(0, access.width, ELEMENT_BYTES)]
+    return sectors_touched(indices), fewest_sectors(indices)
+
+
+def matvec_loads_read(report, src, listing):
+    """Fail if matvec_k's PTX reads v without a bound check on k, or reads m with loads whose lanes are far apart; say
+    what it found otherwise. Silent where the parameters are not named m, v, k or an address cannot be followed."""
+    from ..memory_access import SECTOR_BYTES, SLACK_SECTORS
+    from .ptx_dataflow import global_accesses
+    parameters = kernel_parameters(src, 'matvec_k')
+    if not {'m', 'v', 'k'} <= set(parameters): return
+    if unguarded_loads(listing, parameters, 'v', 'k'):
+        at = source_line_of(report, src, r'\bv\s*\[', 'matvec_cuda_src')
+        raise NotYet(f"matvec_k reads v without a bound check{at}: "
+                     "in its PTX no comparison of the index with k decides whether the load of v runs, so in the last chunk "
+                     "the threads past v's end read memory after v (even where their values are never used, the read "
+                     "itself is outside the buffer). Guard it: `vs[threadIdx.x] = i < k ? v[i] : 0.0f;`")
+    scalars = {parameters.index(name): value for name, value in READ_AS.items() if name in parameters}
+    for access in global_accesses(listing, parameters, scalars):
+        if access.buffer != 'm' or not access.step: continue
+        sectors, fewest = warp_sectors(access)
+        if sectors > fewest + SLACK_SECTORS:
+            load = ' '.join(access.text.split())
+            raise NotYet(f"matvec_k reads m uncoalesced: in its PTX, `{load}` loads from an address that moves by "
+                         f"{access.step} bytes from one lane of a warp to the next (neighbouring lanes read elements "
+                         f"{access.step // 4} apart), so one warp's load touches {sectors} sectors of {SECTOR_BYTES} bytes "
+                         f"where {fewest} would do. Let neighbouring lanes read neighbouring elements: lane j reads "
+                         "elements j, j + 32, j + 64, ... of the row")
+    report.ok("in the PTX of matvec_k, the load of v is guarded by a comparison with k, and each warp's loads of m read "
+              "neighbouring elements (coalesced)")
+
+
 def refused_by_launcher(exc):
     "Whether an exception came from calling the compiled module (course/cuda_library.py), not from the learner's own checks."
     tb = exc.__traceback__
@@ -96,12 +183,15 @@ def cuda_matvec(ns, report):
                          f"{shuffles} shfl.sync): it takes 5, with offsets 16, 8, 4, 2 and 1, to bring all 32 lanes' sums "
                          "into lane 0")
         report.ok("the warp adds up its lanes' sums with shuffles (shfl.sync in the PTX)")
+        matvec_loads_read(report, src, listing)
     device = 'cuda' if gpu_here() else 'cpu'
     good_m, good_v = rand(8, 8, device=device), rand(8, device=device)
-    bad = {"m on the CPU": (rand(8, 8), good_v), "a non-contiguous m": (rand(8, 8, device=device).t(), good_v),
+    bad = {"m on the CPU": (rand(8, 8), good_v),
+           "v on the CPU": (good_m if device == 'cuda' else seen_on_a_gpu(good_m), rand(8)),
+           "a non-contiguous m": (rand(8, 8, device=device).t(), good_v),
            "a float64 m": (good_m.double(), good_v), "a 2-D v": (good_m, rand(8, 1, device=device)),
            "v of 5 values for m 8x8": (good_m, rand(5, device=device)), "an empty m": (rand(0, 8, device=device), good_v)}
-    if device == 'cpu': bad = {k: v for k, v in bad.items() if k == "m on the CPU"}
+    if device == 'cpu': bad = {k: v for k, v in bad.items() if k in ("m on the CPU", "v on the CPU")}
     for what, (m, v) in bad.items():
         try: matvec(m, v)
         except Exception as e:
@@ -110,6 +200,10 @@ def cuda_matvec(ns, report):
                 raise NotYet(f"matvec hands {what} to the launcher instead of refusing it itself (which fails: "
                              f"{type(e).__name__}: {msg}): check it in matvec, before launching, and raise ValueError "
                              "(or TypeError) with a message") from None
+            if not isinstance(e, (ValueError, TypeError)) and isinstance(m, tensor_seen_on_a_gpu()):
+                raise NotYet(f"matvec does not refuse {what} (with m on the GPU) itself: it went on past its checks and "
+                             f"failed with {type(e).__name__}: {msg}. Check v's device too, before launching, and raise "
+                             "ValueError (or TypeError) with a message") from None
             if not isinstance(e, (ValueError, TypeError)):
                 raise NotYet(f"matvec raises {type(e).__name__} for {what}: check the inputs in Python first and raise "
                              "ValueError (or TypeError) with a message") from None

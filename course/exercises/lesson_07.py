@@ -2,6 +2,7 @@
 import re
 
 from .barrier_placement import strip_c
+from .endless_loops import closing
 from .gpu_kernels import GPU_SHAPES, SMALL_MATMUL_CALLS, TILED_NEEDS, matmul_via
 from .fenced_runs import SMALL_EPILOGUE_CALLS, check_matmul_fenced, crash_explained, ptx_listing, relu_ops, sanitized_cell
 from .parts import NotYet, cell_place, compiled, count_in, faster_than, gpu_here, need
@@ -11,16 +12,6 @@ from .registry import exercise
 # --------------------------------------------------------------------------------------------------
 # A `switch` whose case falls through into the next one, read from the source
 # --------------------------------------------------------------------------------------------------
-
-def closing(code, i):
-    "The index of the bracket that closes the one at code[i] ('(' or '{')."
-    opening, close = code[i], {'(': ')', '{': '}'}[code[i]]
-    depth = 0
-    for j in range(i, len(code)):
-        depth += (code[j] == opening) - (code[j] == close)
-        if depth == 0: return j
-    return len(code) - 1
-
 
 def ends_in_a_jump(statements):
     """Whether a case's statements end in break, return, continue or goto (looking into a final { block } and
@@ -38,7 +29,8 @@ def ends_in_a_jump(statements):
 
 
 def fall_throughs(src):
-    "[(source line, 'case 16', 'case 32')] for each case of a switch that runs on into the next label."
+    """[(source line, 'case 16', 'case 32', what runs on)] for each case of a switch that runs on into the next label:
+    `what runs on` is the statements of the first label after it that has any (labels stacked on one body share it)."""
     code = strip_c(src)
     found = []
     for sw in re.finditer(r'\bswitch\s*\(', code):
@@ -56,22 +48,48 @@ def fall_throughs(src):
                     i += label.end()
                     continue
             i += 1
-        for (at, start, name), (nxt, _, next_name) in zip(labels, labels[1:]):
-            body = code[start:nxt]
-            if body.strip() and not ends_in_a_jump(body):
-                found.append((code.count('\n', 0, at) + 1, name, next_name))
+        bodies = [code[start:nxt] for (_, start, _), (nxt, _, _) in zip(labels, labels[1:])]
+        bodies.append(code[labels[-1][1]:body_end] if labels else '')
+        for j, ((at, _, name), (_, _, next_name)) in enumerate(zip(labels, labels[1:])):
+            if bodies[j].strip() and not ends_in_a_jump(bodies[j]):
+                runs_on = next((b for b in bodies[j + 1:] if b.strip()), '')
+                found.append((code.count('\n', 0, at) + 1, name, next_name, runs_on))
     return found
 
 
+def kernel_names(src):
+    "The names of the __global__ functions of src."
+    return set(re.findall(r'__global__[^{;(]*?\b(\w+)\s*\(', strip_c(src)))
+
+
+def what_runs_on(runs_on, kernels):
+    """What a case that falls through does next, in words, from the statements it runs on into: None where they do
+    nothing (an empty `default: break;`), so that the fall-through is harmless."""
+    statements = [' '.join(s.split()) for s in re.split(r'(?<=;)|(?<=})', runs_on) if s.strip().strip(';').strip()]
+    if not statements or re.fullmatch(r'break\s*;?', statements[0]): return None
+    if '<<<' in runs_on or any(re.search(rf'\b{k}\b', runs_on) for k in kernels):
+        return "launches that kernel too (two kernels writing the same out)"
+    returned = re.match(r'return\b\s*([^;]*);?', statements[0])
+    if returned and returned.group(1).strip() not in ('', 'cudaSuccess', 'cudaGetLastError()'):
+        return (f"runs `{statements[0]}`: the launcher reports an error for this case although its kernel was launched "
+                "(and ran)")
+    if returned: return None
+    return f"runs its statements too (`{statements[0]}`), which were meant for that label only"
+
+
 def no_fall_through(report, src, what):
-    "Fail if a case of a switch in `src` (the learner's variable `what`) runs on into the next case."
-    found = fall_throughs(src)
-    if found:
-        line, name, next_name = found[0]
+    "Fail if a case of a switch in `src` (the learner's variable `what`) runs on into the next label's statements."
+    kernels, harmless = kernel_names(src), 0
+    for line, name, next_name, runs_on in fall_throughs(src):
+        does = what_runs_on(runs_on, kernels)
+        if does is None:
+            harmless += 1
+            continue
         raise NotYet(f"`{name}:` of the switch at {cell_place(report, src, what)(line)} has no `break`: after its launch "
-                     f"it runs on into `{next_name}:` and launches that kernel too (two kernels writing the same out); "
-                     "end it with break;")
-    if re.search(r'\bswitch\s*\(', strip_c(src)): report.ok("every case of the launcher's switch ends in a break or a return")
+                     f"it runs on into `{next_name}:` and {does}; end it with break;")
+    if re.search(r'\bswitch\s*\(', strip_c(src)):
+        report.ok("every case of the launcher's switch ends in a break or a return" +
+                  (" or runs on only into a label that does nothing" if harmless else ''))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ target. Only the speed needs the GPU.
 
 09.2 checks how a timer measures, not only the number it returns: the function it times queues its work
 on a fake device that works in a background thread (as a GPU does), and every reading of the clock,
-call of the function and call of sync() is recorded in order."""
+call of the function and call of sync() is recorded in order. A default sync that can never wait (`lambda: None`)
+is read from the source; on a GPU, the timer must also time one long kernel (torch.cuda._sleep) as long as CUDA
+events do, given torch.cuda.synchronize and with its own default sync."""
 import ast, contextlib, json, math, os, queue, re, statistics, subprocess, sys, threading
 
 from .gpu_kernels import SIMULATOR_SHAPES, check_matmul_on_gpu, numba_matmul, numba_tools
@@ -402,6 +404,66 @@ def method_problem(events, t):
     return f"{said}: return the median of the timed calls, in milliseconds"
 
 
+# The GPU work of the timing a GPU checks: one kernel that spins for this many clock cycles (torch.cuda._sleep), about
+# 10 ms on a GPU at 1 to 2 GHz. A timer that does not wait for the GPU times only its launch, some microseconds.
+SPIN_CYCLES = 15_000_000
+# Below this share of the GPU's time, a timer measured the launches, not the work.
+WAITED_SHARE = 0.5
+# What a default sync that waits for a GPU mentions in its source.
+WAITS_FOR_A_GPU = re.compile(r'cuda|synchronize|Event|Stream')
+
+
+def default_sync_source(time_ms):
+    "The source of the default of time_ms's `sync` argument (a keyword of its def), or None where it has none or it is unknown."
+    from .learner_code import function_tree
+    tree, _ = function_tree(time_ms)
+    fdef = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)), None) if tree else None
+    if fdef is None: return None
+    positional = fdef.args.posonlyargs + fdef.args.args
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(fdef.args.defaults):], fdef.args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(fdef.args.kwonlyargs, fdef.args.kw_defaults) if d is not None)
+    return ast.unparse(defaults['sync']) if 'sync' in defaults else None
+
+
+def default_sync_problem(time_ms):
+    """The sentence for a default sync that can never wait for a GPU (`lambda: None`, None), read from the source
+    where nothing in time_ms mentions CUDA; else None. (A default that names CUDA is tried on a GPU instead.)"""
+    from .learner_code import source_of
+    default = default_sync_source(time_ms)
+    if default is None or WAITS_FOR_A_GPU.search(source_of(time_ms)): return None
+    if not re.fullmatch(r'None|lambda[^:]*:\s*(?:None|0|\.\.\.|\(\))', default): return None
+    return (f"time_ms's default sync, `{default}`, does not wait for the GPU: called as time_ms(fn, *args) on a GPU, "
+            "the timer reads the clock while the work is still queued and measures the launches, not the work. Make "
+            "the default wait on a GPU: `sync=torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)`, "
+            "as the skeleton has it")
+
+
+def waits_for_the_gpu(time_ms, report):
+    """On a GPU: time one kernel that spins for SPIN_CYCLES clock cycles with time_ms, given sync=torch.cuda.synchronize
+    and then with its own default sync; fail where it reports far less than CUDA events measure."""
+    import inspect, torch
+    from ..timing import cuda_time_ms
+    def spin(): torch.cuda._sleep(SPIN_CYCLES)
+    true = cuda_time_ms(spin)
+    try: sync = inspect.signature(time_ms).parameters.get('sync')
+    except (TypeError, ValueError): sync = None             # a callable whose arguments Python cannot list
+    ways = [("time_ms(spin, sync=torch.cuda.synchronize)", dict(sync=torch.cuda.synchronize),
+             "even when given sync=torch.cuda.synchronize")]
+    if sync is not None and sync.default is not inspect.Parameter.empty:
+        ways.append(("time_ms(spin)", {}, f"with its default sync ({default_sync_source(time_ms) or 'as defined'})"))
+    for call, kwargs, said in ways:
+        with running(call): t = time_ms(spin, **kwargs)
+        torch.cuda.synchronize()
+        if not isinstance(t, (int, float)) or t < WAITED_SHARE * true:
+            shown = f"{t:.3f} ms" if isinstance(t, (int, float)) else repr(t)
+            raise NotYet(f"time_ms says {shown} for one kernel that spins on the GPU for {true:.2f} ms (CUDA events), "
+                         f"{said}: the timer does not wait for the GPU, so it measures the launch, not the work. Wait for "
+                         "the GPU (torch.cuda.synchronize()) after fn, before reading the clock" +
+                         ("" if kwargs.get('sync') else ", and make that the default sync on a GPU"))
+    report.ok(f"time_ms waits for the GPU: for one kernel that spins {true:.2f} ms (CUDA events) it gives about that, with "
+              "sync=torch.cuda.synchronize" + (" and with its default sync" if len(ways) > 1 else ''))
+
+
 @exercise('09.2', 'a timer you can trust',
           hints=('The first call pays for compiling, a GPU call returns before its work is done, and one slow call pulls a mean far off: warm up, wait for the work, take the median.',
                  'Call fn a few times and sync(); then for each of ~21 reps: t0 = time.perf_counter(); fn(*args); sync(); record (time.perf_counter() - t0) * 1000. Return statistics.median of those.'), runs_on_gpu=True)
@@ -426,11 +488,13 @@ def trustworthy_timer(ns, report):
         with running("time_ms(fn, arg, sync=sync)"), clock_readings(events): t = time_ms(fn, token, sync=sync)
     finally:
         gpu.close()
-    problem = method_problem(events, t)
+    problem = method_problem(events, t) or default_sync_problem(time_ms)
     if problem: raise NotYet(problem)
     report.ok(f"{t:.2f} ms for work of about 4 ms a call, with a {COMPILE_MS} ms first call and a 24 ms call in every 5, "
               "launched in the background: warm-up, sync() before each reading of the clock, and the median")
-    if not gpu_here(): return report.skip("timing GPU work against CUDA events (needs a GPU)")
+    if not gpu_here(): return report.skip("timing GPU work against CUDA events, and whether the timer waits for a GPU "
+                                          "with torch.cuda.synchronize and with its default sync (needs a GPU)")
+    waits_for_the_gpu(time_ms, report)
     import torch
     from ..timing import cuda_time_ms
     m = rand(4096, 4096, device='cuda')

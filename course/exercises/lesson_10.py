@@ -8,6 +8,7 @@ from .learner_code import function_tree, where
 from .gpu_kernels import GPU_SHAPES, SMALL_MATMUL_CALLS, check_matmul_on_gpu, matmul_via, numba_tools, require_machine_code
 from .numba_simulation import python_function
 from .parts import NotYet, barriers_in_place, compare, compiled, count_in, faster_than, gpu_here, need, running, sanitized
+from .ptx_dataflow import registers, shared_arrays, value_origins
 from .registry import exercise
 from .simulated import cdiv, compare_or_explain, problem, products_in_order, rand, run_matmul_kernel
 
@@ -97,36 +98,50 @@ PTX_MULTIPLY = re.compile(r'\b(?:fma\.rn|mul(?:\.rn)?)\.f32\s+%\w+\s*,\s*(%\w+)\
 PTX_WIDE_GLOBAL_LOAD = re.compile(r'\bld\.global[\w.:]*\.v4\.f32\s+\{([^}]*)\}')
 
 
-def registers(text): return re.findall(r'%\w+', text)
-
-
 def address(text):
     "(base register, byte offset) of a PTX address such as `%r10+528`."
     base, _, offset = text.replace(' ', '').partition('+')
     return base, int(offset or "0", 0)
 
 
+# The kernel's parameters in order: A, B, C, ...
+REGTILE_PARAMETERS = ('A', 'B')
+
+
+def tiles_of_arrays(ptx, origins, arrays):
+    "{shared array: 'A' or 'B'}: the operand whose values the kernel stores into it (only arrays that hold one of them)."
+    held = defaultdict(set)
+    for hit in PTX_SHARED_STORE.finditer(ptx):
+        into = {o for r in registers(hit.group(1)) for o in origins[r]} & arrays
+        values = {o for r in registers(hit.group(2)) for o in origins[r]} & set(REGTILE_PARAMETERS)
+        for array in into: held[array] |= values
+    return {array: operands.pop() for array, operands in held.items() if len(operands) == 1}
+
+
 def neighbour_groups(ptx):
     """The shared loads whose values feed multiply-adds, grouped by the 16 bytes they read (one 128-bit load's
-    worth): (groups whose values all meet one common multiplier, groups whose values do not). With A's tile
-    transposed, each group of A's tile holds 4 rows of one k, all multiplied by that k's values of B; with
-    As[m][k], a group holds 4 values of k of one row, which meet different values of B."""
+    worth): (groups whose values all meet one common multiplier, [the tile, 'A' or 'B' (None if unknown), of each group
+    whose values do not]). With A's tile transposed, each group of A's tile holds 4 rows of one k, all multiplied by that
+    k's values of B; with As[m][k], a group holds 4 values of k of one row, which meet different values of B. The same
+    holds for B's tile: Bs[k][n] keeps a thread's columns of one k side by side, a tile read as Bs[n][k] does not."""
     partners = defaultdict(set)
     for x, y in PTX_MULTIPLY.findall(ptx):
         partners[x].add(y); partners[y].add(x)
+    origins, arrays = value_origins(ptx, REGTILE_PARAMETERS), set(shared_arrays(ptx).values())
+    tiles = tiles_of_arrays(ptx, origins, arrays)
     groups = defaultdict(list)
     for i, hit in enumerate(PTX_SHARED_LOAD.finditer(ptx)):
         regs = registers(hit.group(1))
-        if len(regs) > 1: groups[('vector', i)] = regs
-        else:
-            base, offset = address(hit.group(2))
-            groups[(base, offset // 16)] += regs
-    same = across = 0
-    for regs in groups.values():
+        base, offset = address(hit.group(2))
+        read_from = origins[base] & arrays
+        tile = tiles.get(read_from.pop()) if len(read_from) == 1 else None
+        groups[('vector', i, tile) if len(regs) > 1 else (base, offset // 16, tile)] += regs
+    same, across = 0, []
+    for key, regs in groups.items():
         used = [r for r in regs if r in partners]
         if len(used) < 2: continue
         if set.intersection(*(partners[r] for r in used)): same += 1
-        else: across += 1
+        else: across.append(key[2])
     return same, across
 
 
@@ -153,11 +168,17 @@ def transposed_a_tile(report, src, code):
     from ..disassembly import cuda_ptx, kernel_listing
     ptx = code[1] if code[0] == 'PTX' else kernel_listing(('PTX', cuda_ptx(src)), 'regtile_2d')
     same, across = neighbour_groups(ptx)
-    if across:
-        raise NotYet(f"A's tile is not stored transposed: in the PTX of regtile_2d, {across} groups of 4 neighbouring floats "
-                     "that the multiply-adds read from shared memory each hold values of 4 different k (a row of As[m][k]), "
-                     "not a thread's 4 rows of one k. Store A's tile as AsT[k][m] and read a[t] = AsT[k][row + t]: then a "
-                     "thread's values of A for one k are neighbours, as its values of B are")
+    of_b = across.count('B')
+    if len(across) > of_b:
+        raise NotYet(f"A's tile is not stored transposed: in the PTX of regtile_2d, {len(across) - of_b} groups of 4 "
+                     "neighbouring floats that the multiply-adds read from shared memory each hold values of 4 different k "
+                     "(a row of As[m][k]), not a thread's 4 rows of one k. Store A's tile as AsT[k][m] and read a[t] = "
+                     "AsT[k][row + t]: then a thread's values of A for one k are neighbours, as its values of B are")
+    if of_b:
+        raise NotYet(f"B's tile is read across k: in the PTX of regtile_2d, {of_b} groups of 4 neighbouring floats that the "
+                     "multiply-adds read from B's tile in shared memory each hold values of 4 different k (the tile read as "
+                     "Bs[n][k], transposed), not a thread's 4 columns of one k. B's tile needs no transposing: store it as "
+                     "it lies in B, Bs[k][n], and read b[u] = Bs[k][col + u], a thread's TN columns of one k side by side")
     ways = wide_loads_stored(ptx)
     if len(ways) < 2:
         raise NotYet(f"A's tile is not read from global memory with 128-bit loads (the PTX of regtile_2d has {len(ways)} "

@@ -68,6 +68,10 @@ def slips(bm, bn, bk, cluster, size):
          "block's barrier only", (cluster * a + b) * size),
         ("B's tile once per block of the cluster: a multicast copy writes each box once into each block, so a block "
          "receives B's tile once", (a + cluster * b) * size),
+        (f"B's tile counted as bk x bm: bm where bn belongs (B's tile is bk x bn = {bk} x {bn}), which is right only for "
+         "square tiles, bm = bn", (a + bk * bm) * size),
+        (f"A's tile counted as bn x bk: bn where bm belongs (A's tile is bm x bk = {bm} x {bk}), which is right only for "
+         "square tiles, bm = bn", (bn * bk + b) * size),
     ]
 
 

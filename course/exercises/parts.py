@@ -134,14 +134,15 @@ def cell_place(report, src, name):
 def compiled(report, src, what):
     """The CudaModule of `src` (the learner's variable `what`), None where nvcc is missing (said in the
     report). A compile error is a failure that points at the line of the learner's cell. Barriers inside
-    branches are found in the source before anything runs."""
+    branches and loops that never end are found in the source before anything runs."""
     from ..compile_errors import CudaCompileError
     from ..cuda_library import compile_cuda
     from ..cuda_toolkit import nvcc_available
     from .barrier_placement import cuda_barrier_problems
+    from .endless_loops import endless_loop_problems
     if not isinstance(src, str): raise NotYet(f"{what} is a {type(src).__name__}; it must be a string of CUDA C")
     place = cell_place(report, src, what)
-    problems = cuda_barrier_problems(src, place=place)
+    problems = cuda_barrier_problems(src, place=place) + endless_loop_problems(src, place)
     if problems: raise NotYet(problems[0])
     if not nvcc_available():
         report.skip("compiling the CUDA C, and running it: correctness, races, out-of-bounds accesses and speed "

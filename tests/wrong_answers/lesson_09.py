@@ -1,9 +1,18 @@
 "Wrong answers for notebook 09's exercises (Numba's performance: a lean kernel, a timer)."
 from . import Wrong
+from .lesson_07 import changed
 from .lesson_08 import endless
 
 INNER_LOOP = ("            p += shar[tr*tw + i] * shar[tw*tw + i*tw + tc]\n"
               "            i += U(1)\n")
+
+# 09.2: the default of sync in the reference solution, and the sentences for a timer that does not wait for a GPU
+DEFAULT_SYNC = "sync=torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)"
+TIMED_SYNC = "        sync()                                     # a launch returns at once: wait for the work it queued\n"
+WARM_UP_SYNC = "    for _ in range(warmup): fn(*args)             # the first calls compile and warm caches: not timed\n    sync()\n"
+DEFAULT_NEVER_WAITS = r"time_ms's default sync, `{}`, does not wait for the GPU: called as time_ms\(fn, \*args\) on a GPU"
+DEFAULT_DOES_NOT_WAIT_ON_A_GPU = (r"time_ms says [\d.]+ ms for one kernel that spins on the GPU for [\d.]+ ms \(CUDA events\), with its "
+                                  r"default sync \(.*\): the timer does not wait for the GPU")
 
 WRONG = [
     # 09.1: a Numba kernel without Python's index fix-ups
@@ -88,4 +97,28 @@ WRONG = [
           change=("    for _ in range(reps):\n        start = time.perf_counter()\n        fn(*args)\n        sync()                                     # a launch returns at once: wait for the work it queued\n        times.append((time.perf_counter() - start) * 1000)\n",
                   "    rep = 0\n    while rep < reps:\n        start = time.perf_counter()\n        fn(*args)\n        sync()\n        times.append((time.perf_counter() - start) * 1000)\n"),
           expect=r"(?=.*was still running after \d+ s)(?=.*`while rep < reps:`)(?=.*line \d+ of the `#\| exercise 09\.2` cell)"),
+    Wrong('09.2', 'the default sync never waits (the CPU fallback made the only default)',
+          change=(DEFAULT_SYNC, "sync=lambda: None"),
+          expect=DEFAULT_NEVER_WAITS.format('lambda: None')),
+    Wrong('09.2', 'the default sync None, and sync() called only when given',
+          body=changed('09.2', (DEFAULT_SYNC, "sync=None"), (WARM_UP_SYNC, WARM_UP_SYNC.replace("    sync()", "    if sync: sync()")),
+                       (TIMED_SYNC, "        if sync: sync()\n")),
+          expect=DEFAULT_NEVER_WAITS.format('None')),
+    Wrong("09.2", "the default sync polls the stream (query) instead of waiting for it",
+          change=(DEFAULT_SYNC, "sync=torch.cuda.current_stream().query if torch.cuda.is_available() else (lambda: None)"),
+          cpu='not checked here', expect=DEFAULT_DOES_NOT_WAIT_ON_A_GPU),
+    Wrong("09.2", "the default sync waits for a new stream, which holds none of fn's work",
+          change=(DEFAULT_SYNC, "sync=torch.cuda.Stream().synchronize if torch.cuda.is_available() else (lambda: None)"),
+          cpu='not checked here', expect=DEFAULT_DOES_NOT_WAIT_ON_A_GPU),
+]
+
+# Right answers written unusually: each must not be 'not yet'.
+RIGHT = [
+    Wrong('09.2', 'sync a required argument (no default)', change=(DEFAULT_SYNC, "sync"), expect=''),
+    Wrong('09.2', 'sync=None, replaced by torch.cuda.synchronize on a GPU', expect='',
+          body=changed('09.2', (DEFAULT_SYNC, "sync=None"),
+                       (WARM_UP_SYNC, "    sync = sync or (torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None))\n" + WARM_UP_SYNC))),
+    Wrong('09.2', 'the default sync a name of the module', expect='',
+          body=changed('09.2', (DEFAULT_SYNC, "sync=WAIT"),
+                       ("def time_ms(", "WAIT = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)\n\n\ndef time_ms("))),
 ]

@@ -2,6 +2,7 @@
 from course.exercises.learner_code import solution_sections
 
 from . import Wrong
+from .lesson_07 import endless_loop
 
 PREAMBLE, SECTIONS = solution_sections('10')
 
@@ -19,6 +20,11 @@ A_READ = "            for (int t = 0; t < TM; t += 4) *reinterpret_cast<float4*>
 OUTER_PRODUCT = ("            #pragma unroll\n            for (int t = 0; t < TM; ++t)\n                #pragma unroll\n"
                  "                for (int u = 0; u < TN; ++u) acc[t][u] += a[t] * b[u];\n")
 STORE = "            if (m0 + row + t < M && n0 + col + u < N) C[(m0 + row + t) * N + n0 + col + u] = acc[t][u];\n"
+B_STORE = "        *reinterpret_cast<float4*>(&Bs[br][bc]) = b4;\n"
+B_READ = "            for (int u = 0; u < TN; u += 4) *reinterpret_cast<float4*>(&b[u]) = *reinterpret_cast<const float4*>(&Bs[k][col + u]);\n"
+B_TRANSPOSED_READ = "            for (int u = 0; u < TN; ++u) b[u] = BsT[col + u][k];\n"
+B_READ_ACROSS_K = (r"B's tile is read across k: in the PTX of regtile_2d, \d+ groups of 4 neighbouring floats that the multiply-adds "
+                   r"read from B's tile in shared memory each hold values of 4 different k")
 
 
 def solution_with(exercise, *changes):
@@ -75,6 +81,23 @@ WRONG = [
                             (A_TRANSPOSED_STORE, "        for (int i = threadIdx.x; i < BM * BK; i += blockDim.x) "
                                                  "AsT[i % BK][i / BK] = at(A, M, K, m0 + i / BK, k0 + i % BK);\n")),
           expect=r"A's tile is not read from global memory with 128-bit loads \(the PTX of regtile_2d has 1 128-bit global load"),
+    Wrong('10.2', "B's tile read as Bs[n][k] (transposed) from a tile stored as it lies in B",
+          change=(B_READ, "            for (int u = 0; u < TN; ++u) b[u] = Bs[col + u][k];\n"),
+          expect=B_READ_ACROSS_K),
+    Wrong('10.2', "B's tile transposed too, as A's is (stored and read as BsT[n][k])",
+          body=solution_with('10.2', ("Bs[BK][BN];", "BsT[BN][BK + PAD];"),
+                            (B_STORE, "        BsT[bc][br] = b4.x; BsT[bc + 1][br] = b4.y; BsT[bc + 2][br] = b4.z; BsT[bc + 3][br] = b4.w;\n"),
+                            (B_READ, B_TRANSPOSED_READ)),
+          expect=B_READ_ACROSS_K),
+    Wrong('10.2', "B's tile transposed, loaded one float at a time",
+          body=solution_with('10.2', ("Bs[BK][BN];", "BsT[BN][BK + PAD];"),
+                            (B_STORE, "        for (int i = threadIdx.x; i < BK * BN; i += blockDim.x) "
+                                      "BsT[i % BN][i / BN] = at(B, K, N, k0 + i / BN, n0 + i % BN);\n"),
+                            (B_READ, B_TRANSPOSED_READ)),
+          expect=B_READ_ACROSS_K),
+    Wrong('10.2', 'the loop over the tiles of k never advances (its step k0 + BK thrown away)',
+          change=("for (int k0 = 0; k0 < K; k0 += BK)", "for (int k0 = 0; k0 < K; k0 + BK)"),
+          expect=endless_loop('10.2', 'for (int k0 = 0; k0 < K; k0 + BK)', r"its step `k0 \+ BK` computes a value and throws it away")),
     Wrong('10.2', 'the second __syncthreads missing',
           change=("        }\n        __syncthreads();\n    }\n", "        }\n    }\n"),
           expect=r"the kernel needs two __syncthreads\(\) per tile of k.*\(the (PTX|SASS) of regtile_2d has 1 barriers\)"),
@@ -120,4 +143,12 @@ WRONG = [
           change=("        for i in range(TM):\n            for j in range(TN):\n                r, c = m0 + row + U(i)",
                   "        for i in range(min(U(TM), M - m0 - row)):\n            for j in range(TN):\n                r, c = m0 + row + U(i)"),
           expect=r"acc\[i, j\] at line \d+ of the `#\| exercise 10.3` cell: .* is indexed with i, which is known only at run time"),
+]
+
+# Right answers written unusually: each must not be 'not yet'.
+RIGHT = [
+    Wrong('10.2', "B's values read one float at a time (not float4), along its row", expect='',
+          change=(B_READ, "            for (int u = 0; u < TN; ++u) b[u] = Bs[k][col + u];\n")),
+    Wrong('10.2', 'the tiles named sA and sB', expect='',
+          body=PREAMBLE + REGTILE.replace('AsT', 'sA').replace('Bs[', 'sB[')),
 ]

@@ -12,6 +12,11 @@ PIECE_ROLE = "        role = 'contributor' if k_begin > 0 else 'finisher' if k_e
 PIECE_WHERE = "        unit, k_begin = first_unit + at // k_tiles, at % k_tiles "
 
 
+# The sentence for a byte count that is right only where bm = bn: the first stage asked with bm != bn.
+SQUARE_ONLY = (r"expected_bytes\(bm=128, bn=256, bk=64, cluster_blocks=1, element_bytes=2\) returned {value}, (?:fewer|more) than the "
+               r"49152 bytes that land in the block's stage .*: that is {slip}.*which is right only for square tiles, bm = bn")
+
+
 def bytes_returning(expression):
     "The solution of 12.1 with `return <expression>`."
     return (BYTES_RETURN, f"return {expression}")
@@ -80,6 +85,18 @@ WRONG = [
     Wrong('12.1', 'a negative count (the bytes still to come written as a debt)',
           change=bytes_returning('-(a_tile + b_tile) * element_bytes'),
           expect=r"returned -32768: a byte count cannot be negative"),
+    Wrong('12.1', "B's tile counted as bk x bm (right only for square tiles)",
+          change=(B_TILE, "    b_tile = bk * bm "),
+          expect=SQUARE_ONLY.format(value=32768, slip=r"B's tile counted as bk x bm: bm where bn belongs \(B's tile is bk x bn = 64 x 256\)")),
+    Wrong('12.1', "A's tile counted as bn x bk (right only for square tiles)",
+          change=("    a_tile = bm * bk ", "    a_tile = bn * bk "),
+          expect=SQUARE_ONLY.format(value=65536, slip=r"A's tile counted as bn x bk: bn where bm belongs \(A's tile is bm x bk = 128 x 64\)")),
+    Wrong('12.1', "A's tile counted twice, for B's too",
+          change=bytes_returning('2 * a_tile * element_bytes'),
+          expect=SQUARE_ONLY.format(value=32768, slip=r"B's tile counted as bk x bm: bm where bn belongs")),
+    Wrong('12.1', "factored, with bm twice: (bm + bm) * bk",
+          change=bytes_returning('(bm + bm) * bk * element_bytes'),
+          expect=SQUARE_ONLY.format(value=32768, slip=r"B's tile counted as bk x bm: bm where bn belongs")),
     Wrong('12.1', 'two producers written in (half of B from each of 2, whatever the cluster)',
           change=(B_TILE, "    b_tile = bk * bn // cluster_blocks * 2 "),
           expect=r"cluster_blocks=1, element_bytes=2\) returned 49152, more than the 32768 bytes.*On the GPU: a hang"),
@@ -258,6 +275,8 @@ RIGHT = [
           change=(B_TILE, "    b_tile = sum(bk * bn // cluster_blocks for producer in range(cluster_blocks)) "), expect=''),
     Wrong('12.1', 'factored, and a numpy integer',
           change=bytes_returning('__import__("numpy").int64(element_bytes * bk * (bm + bn))'), expect=''),
+    Wrong('12.1', "bn and bm exchanged in both tiles (bn x bk + bk x bm: the same sum)",
+          change=bytes_returning('(bn * bk + bk * bm) * element_bytes'), expect=''),
     Wrong('12.1', 'the stage bytes from a tile shape table',
           change=bytes_returning('sum(rows * cols for rows, cols in ((bm, bk), (bk, bn))) * element_bytes'), expect=''),
     Wrong('12.2', 'bit shifts, returned as a list',
