@@ -24,7 +24,7 @@ def accumulation_mistakes(m, n, bk):
         if ph != phase: tile_sum, phase = 0., ph
         tile_sum = tile_sum + last
     yield tile_sum, ("sets its sums to 0 again for every tile of k, so only the last tile's products remain: set the "
-                     "register tile to 0 once, before the loop over the tiles")
+                     "sums (a register tile's, or a single one) to 0 once, before the loop over the tiles")
     padded = m.shape[1] % bk != 0
     yield last, ("keeps only its last product" + (" (one of the zeros past k)" if padded else '') +
                  ": `acc[...] = ...` replaces the sum where it should add to it (`+=`)")
