@@ -33,9 +33,9 @@ The hand-over's cost is a measurement, not a derivation. From the bytes alone (1
 L2 cache that moves a few TB/s, the writes partly hidden under other blocks' multiplies) it would be a few stages.
 On the H100, notebook 12's step 8 with that estimate (4
 stages) ended 4096³ about 9 µs (13 stages of 0.69 µs) after step 7, where this model said 2 stages before it; in
-the model that takes a hand-over of about 14 stages; another run, the one saved in notebook 12, ended about 8 stages
-later, a hand-over of about 10. `HANDOVER_STAGES` is 20, erring towards whole units: sharing
-where it does not pay cost 5% in the first of those runs (3% in the second), while the cases the margin gives up would save at most 6 stages a round.
+the model that takes a hand-over of about 14 stages (another run ended about 8 stages later: about 10). Notebook 12's
+section 5 measures it again at every run. `HANDOVER_STAGES` is 20, erring towards whole units: sharing where it does
+not pay cost 3 to 5% in those runs, while the cases the margin gives up would save at most 6 stages a round.
 """
 from typing import NamedTuple
 
