@@ -138,19 +138,24 @@ def test_bar_chart_colours_hatches_and_whiskers(nb, rows):
     assert (low[0], high[0]) == (pytest.approx(rows[0].time.q1), pytest.approx(rows[0].time.q3))
 
 
-def test_sweep_chart_lines_are_distinct_and_the_legend_outside(nb):
-    names = [f'kernel {i}' for i in range(18)] + ['cuBLAS fp32 (TF32 off)']
+def test_sweep_chart_has_a_panel_per_group_with_the_references_in_each(nb):
+    names = (['naive CUDA C (01)', 'template tw=16 (07)', 'Numba, constant tw (08)', 'Numba register-tiled (10)',
+              '1: 1D block tiling (10)', '5: double buffering (10)', 'a kernel of no group']
+             + ['cuBLAS fp32 (TF32 off)', 'Triton fp32 (IEEE), autotuned'])
     sweep = {s: fake_spreads(nb, {n: 0.001 * s / 256 * (1 + i / 10) for i, n in enumerate(names)}) for s in (256, 512, 1024)}
     fig = nb.sweep_chart(sweep)
-    ax = fig.axes[0]
-    lines = {c.get_label(): c[0] for c in ax.containers}          # each errorbar's line through its medians
-    assert set(lines) == set(names)
-    assert len({(matplotlib.colors.to_hex(l.get_color()), l.get_marker()) for l in lines.values()}) == len(names)
-    assert lines['cuBLAS fp32 (TF32 off)'].get_linestyle() == '--' and lines['kernel 0'].get_linestyle() == '-'
+    panels = {ax.get_title(): {c.get_label(): c[0] for c in ax.containers} for ax in fig.axes}
+    assert list(panels) == ["the lecture's CUDA C (01, 05-07)", 'Numba (08-10)', 'register tiling (10)', 'others']
+    assert set(panels['Numba (08-10)']) == {'Numba, constant tw (08)', 'Numba register-tiled (10)',
+                                            'cuBLAS fp32 (TF32 off)', 'Triton fp32 (IEEE), autotuned'}
+    assert '1: 1D block tiling (10)' in panels['register tiling (10)'] and 'Numba register-tiled (10)' not in panels['register tiling (10)']
+    assert all('cuBLAS fp32 (TF32 off)' in lines for lines in panels.values())
+    styles = {(matplotlib.colors.to_hex(l.get_color()), l.get_marker()) for lines in panels.values() for n, l in lines.items()}
+    assert len(styles) == len(names)                                   # a kernel keeps its style across panels
+    lines = panels['register tiling (10)']
+    assert lines['cuBLAS fp32 (TF32 off)'].get_linestyle() == '--' and lines['1: 1D block tiling (10)'].get_linestyle() == '-'
     s = 512
-    assert lines['kernel 3'].get_ydata()[1] == pytest.approx(2 * s**3 / sweep[s]['kernel 3'].median / 1e9)
-    fig.draw_without_rendering()
-    assert len(fig.legends) == 1 and fig.legends[0].get_window_extent().x0 >= ax.get_window_extent().x1
+    assert lines['1: 1D block tiling (10)'].get_ydata()[1] == pytest.approx(2 * s**3 / sweep[s]['1: 1D block tiling (10)'].median / 1e9)
 
 
 def test_traffic_snippet_is_python_that_calls_each_kernel_after_a_marker(nb):
