@@ -6,7 +6,7 @@ not installed (or cannot read the counters) `ncu_unavailable()` says so in one l
 counters for several kernels of a notebook, one fresh process each (`notebook_launch` writes each one's snippet),
 and `print_counters` prints them as a table.
 """
-import csv, io, subprocess, sys
+import contextlib, csv, io, subprocess, sys
 
 from .cuda_toolkit import cuda_tool
 
@@ -68,3 +68,16 @@ def print_counters(profiles, row_names, counters, name_width, column_width, numb
     for key, values in profiles.items():
         print(f"  {row_names[key]:{name_width}s}" +
               ''.join(f"{values[counter]:{column_width}{number_format}}" for counter in counters.values()))
+
+
+@contextlib.contextmanager
+def cuda_profile():
+    """torch's profiler of CUDA activity (`with cuda_profile() as prof:`), without its warning that it clears events at
+    the end of each cycle: a single cycle is profiled here, and Jupyter would save the warning with the path of torch's
+    own file on the machine that ran it."""
+    import warnings
+    from torch.profiler import ProfilerActivity, profile
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', message='.*Profiler clears events')
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            yield prof
