@@ -122,15 +122,14 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
             if inner:
                 problems.append(f"the barrier at {line(inner[0])} is inside the `if` of {line(node)}: threads "
                                 "for which the condition is false never reach it, so the block deadlocks or its threads "
-                                "pass different barriers. Keep the barrier outside every `if`, and guard only the loads "
-                                "and stores")
+                                "pass different barriers")
     for node in ast.walk(fn):
         if isinstance(node, (ast.For, ast.While)) and differs(node.iter if isinstance(node, ast.For) else node.test):
             inner = [n for n in ast.walk(node) if is_barrier(n)]
             if inner:
                 problems.append(f"the barrier at {line(inner[0])} is inside the loop of {line(node)}, whose number of "
                                 "passes differs between threads: a thread with fewer passes skips barriers the others "
-                                "wait at. Put the barrier after the loop, where every thread reaches it")
+                                "wait at")
     returns = [n for node in ast.walk(fn) if isinstance(node, ast.If) and differs(node.test)
                for n in ast.walk(node) if isinstance(n, ast.Return)]
     barriers = [n for n in ast.walk(fn) if is_barrier(n)]
@@ -138,7 +137,7 @@ def python_barrier_problems(tree, first_line=1, place=lambda n: f"line {n}"):
         later = [b for b in barriers if b.lineno > r.lineno]
         if later:
             problems.append(f"the `return` at {line(r)} comes before the barrier at {line(later[0])}: the "
-                            "threads that return early never reach it. Guard the loads and stores instead of returning")
+                            "threads that return early never reach it")
             break
     shared = array_names(fn, 'shared')
     for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))):
@@ -170,13 +169,11 @@ def loop_order_problems(loop, shared, line):
                 wrapped = i + d >= n
                 if k == 'W':
                     out.append(f"no barrier between filling shared memory ({line(stmt)}) and reading it ("
-                               f"{line(s2)}): a thread could read an element another thread has not written yet. Put "
-                               "a barrier between them")
+                               f"{line(s2)}): a thread could read an element another thread has not written yet")
                 else:
                     out.append(f"no barrier between reading shared memory ({line(stmt)}) and "
                                f"{'the next pass of the loop filling it again' if wrapped else 'filling it again'} ("
-                               f"{line(s2)}): a fast thread could overwrite values a slow thread has not read yet. Put a "
-                               "barrier after the reads, before the loop goes round")
+                               f"{line(s2)}): a fast thread could overwrite values a slow thread has not read yet")
                 return out[:1]
     return out
 
@@ -277,16 +274,14 @@ def barriers_in_branches(body, base_line, kernel, place):
             if re.match(r'(?:for|while)\b', h):
                 out.append(f"the __syncthreads() at {line_of(b.start())} ({kernel}) is inside the loop `{h[:60]}` "
                            f"({line_of(p)}), whose number of passes differs between threads: a thread with fewer passes "
-                           "skips barriers the others wait at. Put the barrier after the loop, where every thread reaches it")
+                           "skips barriers the others wait at")
                 break
             out.append(f"the __syncthreads() at {line_of(b.start())} ({kernel}) is inside `{h.split(')')[0][:40]}"
                        f"{')' if '(' in h else ''}` ({line_of(p)}): threads for which the condition is false never "
-                       "reach it, so the block deadlocks or its threads pass different barriers. Keep every barrier "
-                       "outside ifs, and guard only the loads and stores")
+                       "reach it, so the block deadlocks or its threads pass different barriers")
         ret = [r for r in re.finditer(r'\bif\s*\(([^;{]*)\)\s*return\b', body[:b.start()]) if varies('if (' + r.group(1))]
         if ret and not out:
             out.append(f"the `return` at {line_of(ret[0].start())} ({kernel}) comes before the __syncthreads() at "
-                       f"{line_of(b.start())}: the threads that return early never reach it. Guard the loads and "
-                       "stores instead of returning")
+                       f"{line_of(b.start())}: the threads that return early never reach it")
         if out: break
     return out

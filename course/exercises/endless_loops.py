@@ -148,17 +148,17 @@ def endless_loop_problems(src, place=lambda n: f"line {n}"):
         what = f"`{header}`" if len(header) <= 90 else f"`{header[:87]}...`"
         if not names:
             problems.append(f"the loop {what} at {line} never ends: it has no condition that can become false and no "
-                            "break or return. Give it a condition on a counter that the loop advances")
+                            "break or return")
             continue
         counter = in_words(names)
         stepped = [w for w in condition_variables(step) if changes(w, step)]
         if kind != 'for': how = f"nothing in its body changes {counter}"
         elif not step.strip(): how = f"its step is empty and nothing in its body changes {counter}"
         elif stepped: how = f"its step `{' '.join(step.split())}` changes {in_words(stepped)}, not {counter}, and nothing in its body does"
-        else: how = (f"its step `{' '.join(step.split())}` computes a value and throws it away (to advance, assign it: "
-                     f"`+=`, `++`), and nothing in its body changes {counter}")
+        else: how = (f"its step `{' '.join(step.split())}` computes a value and throws it away, and nothing in its body "
+                     f"changes {counter}")
         problems.append(f"the loop {what} at {line} never advances its counter, so it never ends: {how}, so "
                         f"its condition `{' '.join(condition.split())}` stays true once it holds. On a GPU the kernel would "
                         "never return, and nvcc may even delete the loop (C++ lets a compiler assume a loop without side "
-                        "effects ends), leaving a kernel without the loop's work. Advance the counter in every pass")
+                        "effects ends), leaving a kernel without the loop's work")
     return problems

@@ -59,7 +59,7 @@ def run_fenced(what, launch, inputs, out_shape):
     if before or after:
         where = f"{after} element(s) past the end of out" if after else f"{before} element(s) before the start of out"
         raise NotYet(f"{what}: the kernel writes {where} (out is {' x '.join(map(str, out_shape))}): a thread "
-                     "outside the output gets past the guard of its write; guard it with r < h && c < w (or its like)")
+                     "outside the output gets past the guard of its write")
     for j, name in enumerate(inputs):
         fills = [math.nan] * len(inputs)
         fills[j] = 1.0

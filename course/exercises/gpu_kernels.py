@@ -48,9 +48,9 @@ def require_machine_code(report, src, kernel, needs, what):
     return kind, listing
 
 
-TILED_NEEDS = {'shared stores': (1, "the kernel never stores to shared memory: copy each tile into it"),
+TILED_NEEDS = {'shared stores': (1, "the kernel never stores to shared memory, so no tile reaches it"),
                'barriers': (2, "a tiled kernel needs two __syncthreads() per phase: after filling the tiles, and after using them"),
-               'multiply-adds': (1, "the kernel does no multiply-add: add up the products of the tiles")}
+               'multiply-adds': (1, "the kernel does no multiply-add, so no product of the tiles is added up")}
 
 SMALL_MATMUL_CALLS = '''
 for h, k, w in ((33, 17, 31), (1, 20, 9), (9, 20, 1)):

@@ -52,12 +52,11 @@ def transpose_fault(fault, blockIdx, threadIdx, blockDim, h, w):
     "The simulator's sentence on a fault of a 01.1 thread, with where that thread stands and what it should touch."
     r, c = blockIdx.y * blockDim.y + threadIdx.y, blockIdx.x * blockDim.x + threadIdx.x
     if r >= h or c >= w:
-        return (f"{fault}; that thread's (r, c) = ({r}, {c}) lies outside the {h} x {w} m: it must touch nothing "
-                "(return unless r < h and c < w)")
+        return f"{fault}; that thread's (r, c) = ({r}, {c}) lies outside the {h} x {w} m: it must touch nothing"
     # Inside m the bound check is not what is wrong, the index is.
     return (f"{str(fault).replace(': a bound check is missing or wrong', '')}; that thread's (r, c) = ({r}, {c}) lies "
-            f"inside m: it reads m[r*w + c] = m[{r * w + c}], and element ({r}, {c}) of m belongs at row {c}, column {r} "
-            f"of the {w} x {h} result: out[c*h + r] = out[{c * h + r}]")
+            f"inside m: it reads m[{r * w + c}], and element ({r}, {c}) of m belongs at row {c}, column {r} of the "
+            f"{w} x {h} result, out[{c * h + r}]")
 
 
 def run_transpose_grid(kernel, h, w, tpb):
@@ -81,7 +80,7 @@ def run_transpose_grid(kernel, h, w, tpb):
 
 
 @exercise('01.1', 'a transpose kernel, with its bound check',
-          hints=("Thread (x, y) of the grid owns element (r, c) of m. Which threads of the edge blocks own no element, and what must they do?",
+          hints=("Thread (x, y) of the grid owns element (r, c) of m. The edge blocks stick out of m: a thread with r >= h or c >= w owns no element and must return before it touches memory. The rest put element (r, c) at row c, column r of the w x h result.",
                  'Return at once unless r < h and c < w (both, strictly: row h is already past the end). The result is w x h, so element (r, c) of m goes to row c, column r of it: out[c*h + r].'))
 def transpose_kernel(ns, report):
     kernel, = need(ns, 'transpose_bk')
@@ -91,7 +90,7 @@ def transpose_kernel(ns, report):
         mistake = transpose_mistake(got, h, w, trace, follow_reads=True)
         if mistake:
             raise NotYet(f"transposing a {h} x {w} m: {mistake}: element (r, c) of m belongs at row c, column r of "
-                         "the result, out[c*h + r]")
+                         "the result")
         compare(got, numbered(h, w).t(), f"transposing a {h} x {w} m")
         at_most(trace, 'global', 'read', 1, "a transpose")
         at_most(trace, 'global', 'write', 1, "a transpose")
@@ -146,13 +145,14 @@ def input_rules(ns, report):
         for what, (m, n, device) in bad.items():
             try: check_inputs(m, n, device=device)
             except (ValueError, TypeError) as e:
-                if not str(e).strip(): raise NotYet(f"check_inputs rejects {what}, but with an empty message: say which rule failed")
+                if not str(e).strip(): raise NotYet(f"check_inputs rejects {what}, but with an empty message, which does not say which rule failed")
                 continue
             except KernelFault: raise          # stopped by the watchdog: running() says where
             except Exception as e:
-                raise NotYet(f"check_inputs raises {type(e).__name__} for {what}; raise ValueError (TypeError for a wrong "
-                             "type or dtype), with a message saying which rule failed") from None
-            raise NotYet(f"check_inputs accepts {what}: raise ValueError (or TypeError for a wrong type) with a message")
+                raise NotYet(f"check_inputs raises {type(e).__name__} for {what}, where the task asks for ValueError "
+                             "(TypeError for a wrong type or dtype)") from None
+            raise NotYet(f"check_inputs accepts {what}: it returns where it must raise ValueError (TypeError for a wrong "
+                         "type or dtype)")
     # 'cpu:0' names the same device as 'cpu' (as 'cuda:0' does 'cuda'): compare device types, not device objects.
     accepts(2, 3, 4, 'cpu:0')
     report.ok("returns (h, k, w) for good inputs, with the device named 'cpu' or 'cpu:0'")

@@ -54,8 +54,8 @@ class Operand:
         r, c = next(r for r in rows if r), cols.start
         return (f"block (x={block[0]}, y={block[1]}) reads element ({r}, {c}) of {self.name} at {self.name}[{r * n + c}], "
                 f"as if the rows of {self.name} were {named} floats long: {self.name} is {self.height} x {self.width}, "
-                f"so its rows are {self.width_name} = {self.width} apart and element (r, c) is {self.name}[r*{self.width_name} "
-                f"+ c], here {self.name}[{r * self.width + c}]: the row length (the stride from one row to the next) is wrong")
+                f"so its rows are {self.width_name} = {self.width} apart and element ({r}, {c}) is {self.name}"
+                f"[{r * self.width + c}]: the row length (the stride from one row to the next) is wrong")
 
     def stray(self, block, i):
         "A sentence if element i of this buffer is not one the block needs, else None."
@@ -66,8 +66,8 @@ class Operand:
                 f"it does not need: its output tile needs rows {span(rows)} and columns {span(cols)} of {self.name}")
         if r - 1 in rows and c + self.width in self.tile_columns(block):
             return (f"{said}; {self.name}[{i}] is where column {c + self.width} of row {r - 1} would be, past the end "
-                    f"of that {self.width}-column row: the tile sticks out of {self.name} there, so guard its columns "
-                    f"(< {self.width}) and load 0. instead")
+                    f"of that {self.width}-column row: the tile sticks out of {self.name} there, and its columns from "
+                    f"{self.width} on are loaded from {self.name} all the same")
         return said
 
     def missing(self, block, read):
@@ -81,7 +81,7 @@ class Operand:
                 along_k, k = (c, self.width) if self.k_axis == 1 else (r, self.height)
                 if along_k >= k // self.k_tile * self.k_tile:
                     return (f"{said}: the last phase, a partial tile of the last {k % self.k_tile} of k = {k}, is "
-                            f"missing: cover k with cdiv(k, {self.k_tile}) = {cdiv(k, self.k_tile)} phases")
+                            "missing")
                 return f"{said}: {self.fill}"
         return None
 
@@ -181,7 +181,7 @@ TRANSPOSED_SHAPES = (((5, 7, 3), 4), ((1, 37, 5), 8), ((6, 37, 1), 8), ((17, 9, 
 
 
 @exercise('02.1', 'the tiled kernel, with n given transposed',
-          hints=("Only the tile of n changes. Write down where element (i, c) of n lives in nT (w x k, row by row), then which element of nT thread (tr, tc) loads in phase ph.",
+          hints=("Only the tile of n changes: element (i, c) of n is nT[c*k + i] (nT is w x k, row by row). Load 0. wherever a tile sticks out of nT or m, along k too, and cover k with cdiv(k, tw) phases, the last one partial.",
                  "Element (i, c) of n is nT[c*k + i]. Either load ns[tr*tw + tc] = nT[c*k + idx + tr] (0. unless c < w and idx + tr < k), or, better on a GPU, let neighbours in tc read neighbours in nT: ns[tc*tw + tr] = nT[(c0 + tr)*k + idx + tc] with c0 = blockIdx.x*tw, guarded likewise; the dot products stay as in notebook 02."))
 def transposed_n(ns, report):
     import torch
@@ -200,7 +200,7 @@ def transposed_n(ns, report):
         tiles_read_right(trace, operands, blocks, what, sizes)
         if not torch.allclose(got, m @ nT.t(), atol=1e-4) and torch.allclose(got, m @ nT.reshape(k, w), atol=1e-4):
             raise NotYet(f"on {what}, the result is m @ (nT's values read as a k x w matrix, the layout of n): nT is "
-                         "w x k, row c of nT is column c of n, so element (i, c) of n is nT[c*k + i]")
+                         "w x k, and row c of nT is column c of n")
         compare(got, m @ nT.t(), what)
         global_reads_at_most(trace, ('m', 'nT'), 2 * tw * tw * cdiv(k, tw), what,
                              f"with each value of a tile read once and the dot products read from ms and ns, "
@@ -218,7 +218,7 @@ RECT_CASES = (((5, 7, 3), (4, 8, 4)), ((9, 11, 10), (8, 2, 3)), ((1, 13, 6), (2,
 
 
 @exercise('02.2', 'rectangular tiles',
-          hints=('With th x tk and tk x tw tiles, a phase covers tk values of k; rows of the output come in steps of th (blockDim.y), columns in steps of tw (blockDim.x).',
+          hints=('With th x tk and tk x tw tiles, a phase covers tk values of k, so k takes cdiv(k, tk) phases, the last one partial; rows of the output come in steps of th (blockDim.y), columns in steps of tw (blockDim.x). Load 0. wherever a tile sticks out of m or n.',
                  'ms has th rows of tk, ns has tk rows of tw: fill ms[i*tk + j] from m[(r0 + i)*k + idx + j] and ns[i*tw + j] from n[(idx + i)*w + c0 + j], 0. where the row or the column leaves the matrix; then p += ms[tr*tk + i] * ns[i*tw + tc] for i < tk.'))
 def rectangular_block_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_bk')

@@ -21,8 +21,8 @@ def run_with_run_threads(ns, kernel, what, explain, *args, trace):
             except KernelTimeout: raise
             except KernelFault as fault:
                 if 'a barrier is missing' in str(fault):
-                    raise KernelFault(f"{fault}. With run_threads, a barrier is the end of a call: write `shared` in "
-                                      "one run_threads call and read it in the next") from None
+                    raise KernelFault(f"{fault}. With run_threads, a barrier is the end of a call, so the two accesses "
+                                      "it names happen in one and the same run_threads call") from None
                 raise KernelFault(explain(fault, trace)) from None
     finally: restore()
 
@@ -40,11 +40,11 @@ def matvec_row_problem(trace, h, k, tw):
             if (where, kind, name) != ('global', 'read', 'm') or i // k == r: continue
             rr, c = divmod(i, k)
             said = f"{who(block, thread)} computes row {r} of out but reads m[{i}], element ({rr}, {c}) of m"
-            if r >= h: return f"{said}; m has {h} rows: a thread past the last row must do nothing (return unless r < h)"
+            if r >= h: return f"{said}; m has {h} rows: a thread past the last row must do nothing"
             if rr == r + 1 and c + k < cdiv(k, tw) * tw:
                 return (f"{said}, where column {c + k} of row {r} would be, past the end of that {k}-column row: the "
-                        f"last chunk holds only k - ph*tw values, so stay inside row {r}")
-            return f"{said}: each thread reads only its own row of m, m[r*k + i] for i < k"
+                        f"last chunk holds only k - ph*tw values")
+            return f"{said}, outside its own row {r} of m, m[{r * k}] to m[{r * k + k - 1}]"
     return None
 
 
@@ -53,13 +53,13 @@ def matvec_fault(h, k, tw):
         block, thread, _ = trace.current()
         if thread is not None and block is not None and block[0] * tw + thread[0] >= h:
             return (f"{fault}; that thread computes row {block[0] * tw + thread[0]} but m has {h} rows: a thread past "
-                    "the last row must do nothing (return unless r < h)")
+                    "the last row must do nothing")
         return matvec_row_problem(trace, h, k, tw) or str(fault)
     return explain
 
 
 @exercise('03.1', 'a tiled matrix-vector product',
-          hints=("Split v into chunks of tw values: in each chunk, every thread first copies one value of v into shared memory, then each thread adds up its row's products with the chunk. Why must those be two run_threads calls?",
+          hints=("Split v into chunks of tw values: in each chunk, every thread first copies one value of v into shared memory (0. past k), then each thread with a row (r < h) adds up its row's products with the chunk, reading v from shared memory and m only inside its row. Why must those be two run_threads calls?",
                  'Two run_threads calls per chunk: one where thread tc writes shared[tc] = v[ph*tw + tc] (0. past k), one where thread tc (row r = blockIdx.x*tw + tc, nothing to do unless r < h) adds m[r*k + ph*tw + i] * shared[i] for i < min(tw, k - ph*tw).'))
 def tiled_matvec(ns, report):
     kernel, = need(ns, 'matvec_tiled_bk')
@@ -73,13 +73,14 @@ def tiled_matvec(ns, report):
         said = matvec_row_problem(trace, h, k, tw)
         if said: raise NotYet(f"m {h}x{k} @ v {k}: {said}")
         if max((c[('shared', 'write')] for c in trace.counts.values()), default=0) == 0:
-            raise NotYet(f"m {h}x{k} @ v {k}: no thread writes shared memory: load_chunk copies each chunk of v into "
-                         "`shared`, one value per thread, for the dot products to read")
+            raise NotYet(f"m {h}x{k} @ v {k}: no thread writes shared memory, so no chunk of v is in `shared` for the "
+                         "dot products to read")
         compare(as_tensor(b['out'], h), m @ v, f"m {h}x{k} @ v {k}")
         at_most(trace, 'v', 'read', cdiv(k, tw),
                 f"m {h}x{k} @ v: with v's chunks in shared memory, each thread reads one value of v per chunk, so it")
         if max((c[('shared', 'read')] for c in trace.counts.values()), default=0) == 0:
-            raise NotYet("no thread reads shared memory: put each chunk of v in `shared` and read v from there")
+            raise NotYet(f"m {h}x{k} @ v {k}: no thread reads shared memory: the chunks of v stored in `shared` are "
+                         "never used")
     report.ok("right on 5x7, 1x9, 9x1 and 13x20 with 4 threads per block; each thread reads only its own row of m")
     report.ok("v is read from global memory once per chunk and thread; the dot products read it from shared memory")
 
@@ -94,26 +95,31 @@ def tile_mistake(got, h, w, tw):
         for b in range(h):
             v = got[a, b].item()
             if v == b * w + a + 1: continue
-            if math.isnan(v): return "the element lies inside out, so store_tile's bound check must let its thread write it"
+            if math.isnan(v): return "the element lies inside out, yet store_tile's bound check stops the thread that should write it"
             p, q = divmod(int(v) - 1, w)
             if (p // tw, q // tw) == (b // tw, a // tw):
-                return ("the value comes from the right tile of m but the wrong element of it: the tile holds m's block "
-                        "row by row, so store_tile's thread (tr, tc) takes the tile's element (tc, tr)")
+                return (f"the value comes from the right tile of m but the wrong element of it: element ({p % tw}, "
+                        f"{q % tw}) of the tile, where its element ({b % tw}, {a % tw}) belongs")
             return (f"the value comes from another tile of m: out's tile at rows {a // tw * tw}.., columns {b // tw * tw}.. "
                     f"is m's tile at rows {b // tw * tw}.., columns {a // tw * tw}.., which block (x={a // tw}, y={b // tw}) loads")
     return ''
 
 
-def transpose_fault(h, w):
+def transpose_fault(h, w, tw):
     def explain(fault, trace):
         if 'out[' not in str(fault): return str(fault)
-        return (f"{fault}; out is the w x h = {w} x {h} result: store_tile may write only its elements (r, c) with "
-                f"r < w and c < h, at out[r*h + c]")
+        block, thread, _ = trace.current()
+        if block is not None and thread is not None:
+            r, c = block[0] * tw + thread[1], block[1] * tw + thread[0]     # the element of out that thread stores
+            if r >= w or c >= h:
+                return (f"{fault}; that thread's element (r, c) = ({r}, {c}) of out lies outside the w x h = {w} x {h} "
+                        f"result ({w} rows of {h} floats): it must write nothing")
+        return f"{fault}; out is the w x h = {w} x {h} result: {w} rows of {h} floats"
     return explain
 
 
 @exercise('03.2', 'a transpose through a shared tile',
-          hints=('Read the tile row by row (neighbouring threads, neighbouring columns of m), then write it out row by row of the result, reading the shared tile transposed.',
+          hints=("Read the tile row by row (neighbouring threads, neighbouring columns of m), then write it out row by row of the result, reading the shared tile transposed: store_tile's thread (tr, tc) takes the tile's element (tc, tr), and writes only where that lands inside the w x h out.",
                  'Load: tile[tr*tw + tc] = m[(by*tw + tr)*w + bx*tw + tc]. Store: out[(bx*tw + tr)*h + by*tw + tc] = tile[tc*tw + tr], both guarded by the bounds of the element they touch.'))
 def transpose_through_shared(ns, report):
     kernel, = need(ns, 'transpose_tiled_bk')
@@ -122,7 +128,7 @@ def transpose_through_shared(ns, report):
         trace = Trace()
         b = buffers(trace, m=numbered(h, w))
         out = nan_buffer(trace, 'out', h * w)
-        run_with_run_threads(ns, kernel, f"transpose_tiled_bk on a {h} x {w} m", transpose_fault(h, w),
+        run_with_run_threads(ns, kernel, f"transpose_tiled_bk on a {h} x {w} m", transpose_fault(h, w, tw),
                              dim3(cdiv(w, tw), cdiv(h, tw)), dim3(tw, tw), tw * tw, b['m'], out, h, w, trace=trace)
         got = as_tensor(out, w, h)
         mistake = transpose_mistake(got, h, w, trace)
@@ -156,11 +162,10 @@ def as_grid(value, call):
 
 
 def surplus_sentence(call, grid, surplus, why):
-    "'scale_rows_blocks(...) gives 4 x 11 blocks, 2 too many along x: <why>. Give just enough blocks ...'."
+    "'scale_rows_blocks(...) gives 4 x 11 blocks, 2 too many along x: <why>'."
     sides = ' and '.join(f"{n} too many along {side}" if i == 0 else f"{n} along {side}"
                          for i, (side, n) in enumerate(surplus.items()))
-    return (f"{call} gives {grid.x} x {grid.y}{f' x {grid.z}' if grid.z > 1 else ''} blocks, {sides}: {why}. Give just "
-            "enough blocks to cover the matrix with your mapping (cdiv of its size along each side by the block's)")
+    return f"{call} gives {grid.x} x {grid.y}{f' x {grid.z}' if grid.z > 1 else ''} blocks, {sides}: {why}"
 
 
 def far_too_many_blocks(call, grid, h, w, block):
@@ -173,8 +178,9 @@ def far_too_many_blocks(call, grid, h, w, block):
     most['z'] = 1
     surplus = {side: getattr(grid, side) - most[side] for side in 'xyz' if getattr(grid, side) > most[side]}
     raise NotYet(surplus_sentence(call, grid, surplus, '; '.join(
-        f"{side} needs at most {most[side]}" + ('' if side == 'z' else f" (cdiv(h, blockDim.{side}) or cdiv(w, "
-                                                 f"blockDim.{side}), whichever side {side} runs along)") for side in surplus)))
+        f"{side} needs at most {most[side]}" + ('' if side == 'z' else f" (h = {h} or w = {w} in blocks of "
+                                                 f"blockDim.{side} = {getattr(block, side)}, whichever side {side} runs along)")
+        for side in surplus)))
 
 
 def idle_blocks(call, grid, h, w, block, trace):
@@ -186,14 +192,15 @@ def idle_blocks(call, grid, h, w, block, trace):
     def needs(side):
         n = getattr(grid, side) - surplus[side]
         sizes = ((h, 'h'), (w, 'w')) if side == 'x' else ((w, 'w'), (h, 'h'))    # the coalesced mapping's first
-        named = [f"cdiv({name}, blockDim.{side}) = {n}" for size, name in sizes if cdiv(size, getattr(block, side)) == n]
+        named = [f"{n} ({name} = {size} in blocks of blockDim.{side} = {getattr(block, side)})" for size, name in sizes
+                 if cdiv(size, getattr(block, side)) == n]
         return named[0] if named else str(n)
     def listed(ids):
         if len(ids) > 2 and ids == list(range(ids[0], ids[-1] + 1)): return f"{ids[0]} to {ids[-1]}"
         return ' and '.join(map(str, ids)) if len(ids) <= 2 else f"{', '.join(map(str, ids[:3]))}, ..."
     raise NotYet(surplus_sentence(call, grid, surplus, '; '.join(
-        f"the blocks with blockIdx.{side} = {listed(idle[side])} write no element of out (with your mapping, {side} "
-        f"needs {needs(side)})" for side in surplus)))
+        f"the blocks with blockIdx.{side} = {listed(idle[side])} write no element of out: with your mapping, {side} "
+        f"needs {needs(side)}" for side in surplus)))
 
 
 def block_sides_written(functions, block):
@@ -224,19 +231,16 @@ def run_coalescing_check(kernel, blocks_for, h, w, block):
     if got.isnan().any():
         r, c = (int(i) for i in got.isnan().nonzero()[0])
         raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the grid of {grid.x} x {grid.y} blocks "
-                     f"that {call} gives does not reach it with your kernel's mapping; x must cover the axis "
-                     "threadIdx.x runs along, y the other")
+                     f"that {call} gives does not reach it with your kernel's mapping")
     idle_blocks(call, grid, h, w, block, trace)
     compare(got, (m_cols * s).t(), what)
     said = first_uncoalesced(trace, block, names={h: 'h', w: 'w'})
-    if said:
-        raise NotYet(f"{what}: {said}. Threads next to each other in x must touch elements next to each other in "
-                     "memory: map threadIdx.x to the index that moves by one element there")
+    if said: raise NotYet(f"{what}: {said}")
     at_most(trace, 'm', 'read', 1, "one element per thread")
 
 
 @exercise('03.3', 'coalesced reads and writes: which thread takes which element',
-          hints=("A warp is 32 threads with consecutive threadIdx.x (and one threadIdx.y here). Its accesses coalesce when the element index grows by 1 from one of those threads to the next: in c*h + r, which of r and c does that?",
+          hints=("A warp is 32 threads with consecutive threadIdx.x (and one threadIdx.y here). Its accesses coalesce when the element index grows by 1 from one of those threads to the next, as r does in c*h + r: let threadIdx.x run along r. Take the block's sides from blockDim, and give the grid just the blocks that cover the matrix with that mapping.",
                  'r = blockIdx.x*blockDim.x + threadIdx.x and c = blockIdx.y*blockDim.y + threadIdx.y; the grid then needs cdiv(h, blockDim.x) blocks in x and cdiv(w, blockDim.y) in y.'))
 def coalesced_scale_rows(ns, report):
     kernel, blocks_for = need(ns, 'scale_rows_k', 'scale_rows_blocks')
@@ -250,8 +254,7 @@ def coalesced_scale_rows(ns, report):
                 said = (f"your code assumes a block shape: {'; '.join(numbers)}" if numbers else
                         "your kernel or scale_rows_blocks assumes a block shape")
                 raise NotYet(f"{e}. It is right with blocks of {first.x} x {first.y} threads but not with {block.x} x "
-                             f"{block.y}, so {said}. Take the block's size from blockDim, never from numbers written "
-                             "into the code") from None
+                             f"{block.y}, so {said}") from None
     shapes = ' and '.join(f"{b.x} x {b.y}" for b in COALESCING_BLOCKS)
     report.ok(f"right on {', '.join(f'{h}x{w}' for h, w in COALESCING_SHAPES)} matrices stored column by column, "
               f"with blocks of {shapes} threads and the grid of scale_rows_blocks")
@@ -312,13 +315,12 @@ def guarded_run(scale_rows, h, w, device='cuda'):
         if device == 'cuda': torch.cuda.synchronize()
     outside = int((~out_all[:GUARD].isnan()).sum() + (~out_all[GUARD + h * w:].isnan()).sum())
     if outside:
-        raise NotYet(f"{what} writes {outside} value(s) outside out: a bound check is missing or off by one; only the "
-                     "threads with r < h and c < w may write")
+        raise NotYet(f"{what} writes {outside} value(s) outside out: a bound check is missing or off by one")
     got = out_in.view(w, h).t()
     if got.isnan().any():
         r, c = (int(i) for i in got.isnan().nonzero()[0])
-        raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the launch's grid must cover the matrix with "
-                     "your kernel's mapping, x along the axis threadIdx.x runs along, y along the other")
+        raise NotYet(f"{what}: element ({r}, {c}) of out is never written: the launch's grid does not reach it with "
+                     "your kernel's mapping")
     if got.isinf().any():
         r, c = (int(i) for i in got.isinf().nonzero()[0])
         raise NotYet(f"{what}: element ({r}, {c}) of out came out inf, which the check put only around m and s: a "
@@ -327,7 +329,7 @@ def guarded_run(scale_rows, h, w, device='cuda'):
 
 
 @exercise('03.4', 'coalescing on a GPU: the same kernel in CUDA C',
-          hints=("The choice of 03.3, in CUDA C: threadIdx.x runs along the index that moves by one element in memory, and the launch's grid follows that choice.",
+          hints=("The choice of 03.3, in CUDA C: threadIdx.x runs along the index that moves by one element in memory, the launch's grid follows that choice, and only the threads with r < h and c < w touch memory.",
                  "Take r from the x indices (blockIdx.x, threadIdx.x) and c from the y ones, so that element c*h + r moves by one between neighbouring threads; the launcher's grid must then count blocks of h in x and of w in y."),
           runs_on_gpu=True)
 def coalesced_scale_rows_cuda(ns, report):
@@ -341,11 +343,12 @@ def coalesced_scale_rows_cuda(ns, report):
     kind, listing = machine_code(src, 'scale_rows_k')
     if not listing: raise NotYet("nvcc made no kernel whose name contains 'scale_rows_k': keep the kernel's name")
     if not count_in(kind, listing, 'global stores'):
-        raise NotYet(f"scale_rows_k writes nothing to global memory (its {kind} has no global store): store "
-                     "m's element times s[r] into out")
+        raise NotYet(f"scale_rows_k writes nothing to global memory (its {kind} has no global store), so out never "
+                     "gets m's element times s[r]")
     if count_in(kind, listing, 'global loads') < 2:
         raise NotYet(f"scale_rows_k reads fewer than two values from global memory (its {kind} has "
-                     f"{count_in(kind, listing, 'global loads')} global loads): read m's element and s[r]")
+                     f"{count_in(kind, listing, 'global loads')} global loads), where each element needs two: m's "
+                     "element and s[r]")
     report.ok(f"the {kind} of scale_rows_k loads from and stores to global memory")
     if not gpu_here():
         return report.skip(f"running it: correctness, out-of-bounds accesses, and at least {SPEEDUP:g}x the speed of "
@@ -371,5 +374,5 @@ def coalesced_scale_rows_cuda(ns, report):
                     lambda m, s: reference.scale_rows_uncoalesced(m, s, out, BIG, BIG), (m_cols, s), 1 / SPEEDUP,
                     f"scale_rows on a {BIG} x {BIG} m", "the uncoalesced kernel (threadIdx.x along c)")
     except NotYet as e:
-        raise NotYet(f"{e}: a kernel whose warps touch neighbouring addresses takes at most half its time; is "
-                     "threadIdx.x on the index that moves by one element in memory?") from None
+        raise NotYet(f"{e}: a kernel whose warps touch neighbouring addresses takes at most half its time, so this "
+                     "one's warps still touch addresses far apart") from None

@@ -43,18 +43,19 @@ def epilogue_mistakes(m, n, bias, tw):
     tiles = cdiv(m.shape[1], tw)
     def bias_wrong(places):
         if places == ('end',): return None
-        if not places: return "never adds the bias: add bias[c] to the finished sum p, before the ReLU"
+        if not places: return "never adds the bias"
         times = tiles * ('tile' in places) + tiles * tw * ('product' in places) + ('end' in places)
         where = ' and '.join(w for p, w in (('tile', 'once per tile of k'), ('product', 'with every product'),
                                              ('end', 'once after the loop')) if p in places)
-        return f"adds the bias {times} times ({where}): add bias[c] once, after the loop"
+        return f"adds the bias {times} times ({where}), where it belongs once, to the finished sum"
     relu_wrong = {'end': None,
-                  'before bias': "applies the ReLU before adding the bias: store max(p + bias[c], 0.), not max(p, 0.) + bias[c]",
+                  'before bias': "applies the ReLU before adding the bias, so a negative sum is cut to 0 and then "
+                                 "shifted by the bias, where the sum plus the bias should be cut",
                   'tile': "applies the ReLU after each tile of k, to a sum that is not complete yet (a partial sum can "
-                          "be negative where the whole one is not): apply it once, after the loop and the bias",
+                          "be negative where the whole one is not)",
                   'product': "applies the ReLU after each product, to a sum that is not complete yet (a partial sum can "
-                             "be negative where the whole one is not): apply it once, after the loop and the bias",
-                  'never': "never applies the ReLU: store max(p + bias[c], 0.), not p + bias[c]"}
+                             "be negative where the whole one is not)",
+                  'never': "never applies the ReLU: negative values reach out"}
     for relu_at, relu_why in relu_wrong.items():
         for bias_at in (('end',), ('tile',), ('tile', 'end'), ('product',), ('product', 'end'), ()):
             why = ', and '.join(w for w in (bias_wrong(bias_at), relu_why) if w)
@@ -85,8 +86,9 @@ def run_bias_relu_kernel(kernel, h, k, w, tw, seed):
 
 
 @exercise('04.1', 'a fused bias + ReLU epilogue, with your own barriers',
-          hints=("Two barriers per phase, as in notebook 04: one between storing the tiles and reading them, one between "
-                 "reading them and the next phase overwriting them. The bias and the ReLU belong after the loop, when p is the whole sum.",
+          hints=("Two barriers per phase, as in notebook 04, outside any `if`: one between storing the tiles and reading them, one between "
+                 "reading them and the next phase overwriting them. p starts at 0 once, before the loop, and each product is added to it (+=). "
+                 "The bias (once) and then the ReLU belong after the loop, when p is the whole sum: max(p + bias[c], 0.).",
                  "syncb.wait() stands twice in the loop body, outside any `if`: between the loads and the products, and "
                  "after the products. The epilogue is the guarded store after the loop: the ReLU (max with 0.) of p plus "
                  "the bias of column c."))
@@ -114,11 +116,6 @@ def fused_bias_relu(ns, report):
 # 04.2: rectangular tiles, their loads shared among the block's threads
 # --------------------------------------------------------------------------------------------------
 
-LOAD_SHARE = ("Thread (tr, tc) loads elements tc, tc + tw, tc + 2*tw, ... of row tr of ms and elements tr, tr + th, "
-              "tr + 2*th, ... of column tc of ns: start each loop at the thread's own index and step by the number "
-              "of threads that share the row (tw) or the column (th)")
-
-
 def tile_element(i, th, tw, tk):
     "'ms[r][c]' or 'ns[r][c]' for index i of the shared buffer (ms: th x tk, then ns: tk x tw)."
     return f"ms[{i // tk}][{i % tk}]" if i < th * tk else f"ns[{(i - th * tk) // tw}][{(i - th * tk) % tw}]"
@@ -135,7 +132,7 @@ def tiles_loaded_once(trace, th, tw, tk, phases, what):
             if counts[i] != phases:
                 how = "no thread loads it" if counts[i] < phases else "it is loaded more than once"
                 raise NotYet(f"{what}: in block (x={block[0]}, y={block[1]}), {tile_element(i, th, tw, tk)} is stored "
-                             f"{counts[i]} times in {phases} phases: {how} in some phase. {LOAD_SHARE}")
+                             f"{counts[i]} times in {phases} phases: {how} in some phase")
 
 
 def overlapping_loads(sentence, th, tw, tk):
@@ -145,11 +142,11 @@ def overlapping_loads(sentence, th, tw, tk):
     (bx, by), (x1, y1), (x2, y2), i = race
     return (f"{sentence.split(': a barrier is missing')[0]}: threads (x={x1}, y={y1}) and (x={x2}, y={y2}) of block "
             f"(x={bx}, y={by}) both load {tile_element(i, th, tw, tk)} in the same phase, so the loads overlap and some other "
-            f"element is left out. {LOAD_SHARE}")
+            f"element is left out")
 
 
 @exercise('04.2', 'rectangular tiles with threads and barriers',
-          hints=("A thread loads several elements of a tile: loop over them with a stride of the block's width (for ms) or height (for ns).",
+          hints=("A thread loads several elements of a tile: start each loop at the thread's own index (tc along a row of ms, tr down a column of ns) and step by the number of threads that share the row (tw) or the column (th). The barriers stand as in 04.1: two per phase, outside any `if`.",
                  'Thread (tr, tc) loads elements tc, tc + tw, tc + 2*tw, ... of row tr of ms (a range with a step), and elements tr, tr + th, ... of column tc of ns, each guarded by the bounds of the matrix; the products then run over all tk elements of row tr of ms and column tc of ns.'))
 def rectangular_thread_tiles(ns, report):
     kernel, = need(ns, 'matmul_rect_k')

@@ -19,22 +19,22 @@ DYN_WIDTHS = (16, 8, 32, 13)
 
 
 @exercise('05.1', 'a fused bias + ReLU epilogue, with a run-time tile width',
-          hints=("Start from notebook 05's kernel: the tile width is an argument, so the tiles can only live in `extern __shared__` memory, sized by the launch. The epilogue is the last line, where each thread writes its one element.",
+          hints=("Start from notebook 05's kernel: the tile width is an argument, so the tiles can only live in `extern __shared__` memory, sized by the launch. The epilogue is the last line, where each thread writes its one element: fmaxf(p + bias[c], 0.0f).",
                  "float *ms = sh, *ns = sh + tw*tw inside `extern __shared__ float sh[];`; after the loop over phases, `if (r < h && c < w) out[r*w + c] = fmaxf(p + bias[c], 0.0f);` (bias[c]: one value per column). The launch needs 2*tw*tw*sizeof(float) bytes for the two tiles."),
           runs_on_gpu=True)
 def fused_bias_relu(ns, report):
     src, = need(ns, 'bias_relu_cuda_src')
     if not isinstance(src, str): raise NotYet("bias_relu_cuda_src must be a string of CUDA C")
     if not re.search(r'extern\s+__shared__', strip_c(src)):
-        raise NotYet("the kernel declares no dynamic shared memory: with tw known only at run time, the tiles live in "
-                     "`extern __shared__ float sh[];`, sized by the launch")
+        raise NotYet("the kernel declares no dynamic shared memory (no `extern __shared__` array): with tw known only "
+                     "at run time, no array of a size fixed at compile time fits its tiles")
     mod = compiled(report, src, 'bias_relu_cuda_src')
     require_machine_code(report, src, 'matmul_bias_relu_k', TILED_NEEDS, 'matmul_bias_relu_k')
     listing = ptx_listing(src, 'matmul_bias_relu_k')
     if listing is not None:
         if not relu_ops(listing):
             raise NotYet("matmul_bias_relu_k never clamps at 0 (its PTX has no max.f32 and no float comparison): the "
-                         "ReLU is missing; write fmaxf(p + bias[c], 0.0f)")
+                         "ReLU is missing")
         report.ok("the PTX of matmul_bias_relu_k clamps at 0 (a max.f32 or a float comparison)")
     if mod is None: return
     if not gpu_here():
@@ -134,7 +134,7 @@ def matvec_loads_read(report, src, listing):
         raise NotYet(f"matvec_k reads v without a bound check{at}: "
                      "in its PTX no comparison of the index with k decides whether the load of v runs, so in the last chunk "
                      "the threads past v's end read memory after v (even where their values are never used, the read "
-                     "itself is outside the buffer). Guard it: `vs[threadIdx.x] = i < k ? v[i] : 0.0f;`")
+                     "itself is outside the buffer)")
     scalars = {parameters.index(name): value for name, value in READ_AS.items() if name in parameters}
     for access in global_accesses(listing, parameters, scalars):
         if access.buffer != 'm' or not access.step: continue
@@ -144,8 +144,7 @@ def matvec_loads_read(report, src, listing):
             raise NotYet(f"matvec_k reads m uncoalesced: in its PTX, `{load}` loads from an address that moves by "
                          f"{access.step} bytes from one lane of a warp to the next (neighbouring lanes read elements "
                          f"{access.step // 4} apart), so one warp's load touches {sectors} sectors of {SECTOR_BYTES} bytes "
-                         f"where {fewest} would do. Let neighbouring lanes read neighbouring elements: lane j reads "
-                         "elements j, j + 32, j + 64, ... of the row")
+                         f"where {fewest} would do")
     report.ok("in the PTX of matvec_k, the load of v is guarded by a comparison with k, and each warp's loads of m read "
               "neighbouring elements (coalesced)")
 
@@ -160,28 +159,28 @@ def refused_by_launcher(exc):
 
 
 @exercise('05.2', 'a matrix-vector product in CUDA C, and its wrapper',
-          hints=('One warp per row: its 32 lanes read neighbouring elements of the row (coalesced), each keeps a partial sum, and the warp adds them at the end.',
+          hints=("One warp per row: lane j reads elements j, j + 32, ... of the row (coalesced) and of the chunk of v in shared memory, whose load is guarded by k (0. past it); each lane keeps a partial sum, and the warp adds them in 5 shuffles (offsets 16, 8, 4, 2, 1). matvec itself raises ValueError (or TypeError) for bad inputs, v's device included, before launching.",
                  "Copy each chunk of v into shared memory (all threads help, then __syncthreads()), loop j = lane; j < chunk; j += 32, and after the last chunk add the lanes' sums with __shfl_down_sync(0xffffffff, acc, d) for d = 16, 8, 4, 2, 1. The wrapper checks device, dtype, dims, contiguity and sizes before launching."), runs_on_gpu=True)
 def cuda_matvec(ns, report):
     src, matvec = need(ns, 'matvec_cuda_src', 'matvec')
     if not isinstance(src, str): raise NotYet("matvec_cuda_src must be a string of CUDA C")
     if not re.search(r'extern\s+__shared__', strip_c(src)):
-        raise NotYet("the kernel keeps no chunk of v in dynamic shared memory (`extern __shared__ float vs[];`)")
+        raise NotYet("the kernel declares no dynamic shared memory (no `extern __shared__` array), so no chunk of v "
+                     "is shared by the block's warps")
     mod = compiled(report, src, 'matvec_cuda_src')
     require_machine_code(report, src, 'matvec_k', {
-        'shared stores': (1, "the kernel never stores to shared memory: copy each chunk of v into it"),
+        'shared stores': (1, "the kernel never stores to shared memory, so no chunk of v reaches it"),
         'barriers': (2, "the kernel needs two __syncthreads() per chunk of v: after filling it, and after using it"),
         'multiply-adds': (1, "the kernel does no multiply-add")}, 'matvec_k')
     listing = ptx_listing(src, 'matvec_k')
     if listing is not None:
         shuffles = len(re.findall(r'\bshfl\.sync\b', listing))
         if not shuffles:
-            raise NotYet("the kernel never shuffles: add up the warp's 32 partial sums with __shfl_down_sync(0xffffffff, "
-                         "acc, d) for d = 16, 8, 4, 2, 1")
+            raise NotYet("the kernel never shuffles (the PTX of matvec_k has no shfl.sync): the 32 partial sums of a "
+                         "warp's lanes are never added up into one")
         if shuffles < 5 and not inside_a_loop(listing, r'\bshfl\.sync\b'):
             raise NotYet(f"the warp adds up its partial sums in {shuffles} shuffle steps (the PTX of matvec_k has "
-                         f"{shuffles} shfl.sync): it takes 5, with offsets 16, 8, 4, 2 and 1, to bring all 32 lanes' sums "
-                         "into lane 0")
+                         f"{shuffles} shfl.sync): it takes 5 to bring all 32 lanes' sums into lane 0")
         report.ok("the warp adds up its lanes' sums with shuffles (shfl.sync in the PTX)")
         matvec_loads_read(report, src, listing)
     device = 'cuda' if gpu_here() else 'cpu'
@@ -198,18 +197,16 @@ def cuda_matvec(ns, report):
             msg = str(e).strip().splitlines()[0] if str(e).strip() else ''
             if refused_by_launcher(e):
                 raise NotYet(f"matvec hands {what} to the launcher instead of refusing it itself (which fails: "
-                             f"{type(e).__name__}: {msg}): check it in matvec, before launching, and raise ValueError "
-                             "(or TypeError) with a message") from None
+                             f"{type(e).__name__}: {msg})") from None
             if not isinstance(e, (ValueError, TypeError)) and isinstance(m, tensor_seen_on_a_gpu()):
                 raise NotYet(f"matvec does not refuse {what} (with m on the GPU) itself: it went on past its checks and "
-                             f"failed with {type(e).__name__}: {msg}. Check v's device too, before launching, and raise "
-                             "ValueError (or TypeError) with a message") from None
+                             f"failed with {type(e).__name__}: {msg}. Its checks leave v's device unchecked") from None
             if not isinstance(e, (ValueError, TypeError)):
-                raise NotYet(f"matvec raises {type(e).__name__} for {what}: check the inputs in Python first and raise "
-                             "ValueError (or TypeError) with a message") from None
+                raise NotYet(f"matvec raises {type(e).__name__} for {what}, where the task asks for ValueError (or "
+                             "TypeError) with a message, raised by its own checks before the launch") from None
             if msg: continue
             raise NotYet(f"matvec rejects {what}, but with an empty message") from None
-        raise NotYet(f"matvec accepts {what}: check it and raise ValueError (or TypeError) with a message")
+        raise NotYet(f"matvec accepts {what}: it returns where it must raise ValueError (or TypeError)")
     report.ok("matvec rejects " + ', '.join(bad) + " itself, with a message")
     if device == 'cpu' or mod is None:
         return report.skip("running it: correctness, the rest of the bad inputs, out-of-bounds accesses, races and speed need a GPU")

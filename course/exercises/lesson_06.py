@@ -20,7 +20,8 @@ def static_rect_tiles(ns, report):
     src, = need(ns, 'rect_cuda_src')
     if not isinstance(src, str): raise NotYet("rect_cuda_src must be a string of CUDA C")
     if re.search(r'extern\s+__shared__', strip_c(src)):
-        raise NotYet("use static shared arrays sized by the constants (`__shared__ float ms[TH][TK];`), not `extern __shared__`")
+        raise NotYet("the kernel declares `extern __shared__` memory, where the exercise asks for static shared arrays "
+                     "sized by the constants TH, TW and TK")
     mod = compiled(report, src, 'rect_cuda_src')
     require_machine_code(report, src, 'matmul_rect_k', TILED_NEEDS, 'matmul_rect_k')
     if mod is None: return
@@ -196,9 +197,7 @@ def tile_is_padded(report, src, what, src_name):
         worst = max(judged, key=lambda a: a.conflict[0], default=None)
         column = column_ways(rows, cols)     # a warp reading a column of the tile, as the declaration lays it out
         if worst is not None and worst.conflict[0] > 1 and not (worst.direct and column[0] > 1):
-            raise NotYet(f"the shared tile {declared} has rows of {cols} floats, but {access_sentence(worst, place, src)}. "
-                         f"Index the tile with its own row length, {name}[row][column] (or row*({cols_text.strip()}) + "
-                         "column through a flat pointer), so that its padding shifts each row by one bank")
+            raise NotYet(f"the shared tile {declared} has rows of {cols} floats, but {access_sentence(worst, place, src)}")
         if judged and len(judged) == len(accesses) and worst.conflict[0] == 1:
             report.ok(f"the shared tile {declared}: each of its accesses ({len(judged)}) touches different banks in a warp "
                       "(the bank model, from their indices)")
@@ -211,8 +210,7 @@ def tile_is_padded(report, src, what, src_name):
             raise NotYet(f"the shared tile {declared} has rows of {cols} floats: "
                          f"a warp reading one of its columns ({name}[threadIdx.x][j]) reads words {cols} apart, {ways} of "
                          f"them in bank {bank} (words {', '.join(map(str, words[:3]))}, ...): a {ways}-way bank conflict, "
-                         f"{ways} passes instead of one. Give each row an odd number of floats: "
-                         f"{name}[{rows_text.strip()}][{cols_text.strip()} + 1]")
+                         f"{ways} passes instead of one")
         report.ok(f"the shared tile {declared}: a warp reading one of its columns touches {min(rows, WARP_SIZE)} different "
                   "banks (the bank model, from its declaration)")
 
@@ -259,21 +257,21 @@ def measured_bank_conflicts(report, src, kernel, calls):
         if conflicts > 0.5 * instructions:
             raise NotYet(f"Nsight Compute counts {conflicts:.0f} bank conflicts in the {instructions:.0f} shared {what} "
                          f"of {kernel} on the GPU, {conflicts / instructions:.1f} extra passes each: a warp's lanes touch "
-                         "different words of one bank; pad the tile's rows to an odd number of floats")
+                         "different words of one bank")
         seen.append(f"{conflicts:.0f} in {instructions:.0f} shared {what}")
     report.ok(f"Nsight Compute counts few bank conflicts on the GPU: {' and '.join(seen)}")
 
 
 @exercise('06.2', 'a transpose through a padded shared tile',
-          hints=('Read a tile with neighbouring threads on neighbouring columns of m, and write it with neighbouring threads on neighbouring columns of out: only the shared tile is read transposed.',
+          hints=('Read a tile with neighbouring threads on neighbouring columns of m, and write it with neighbouring threads on neighbouring columns of out: only the shared tile is read transposed. Give each row of the tile one float more than it holds (an odd row length), and index the tile with that row length everywhere.',
                  '__shared__ float tile[32][33]: the extra column shifts each row by one bank, so reading a column of the tile touches 32 different banks.'), runs_on_gpu=True)
 def cuda_transpose(ns, report):
     import torch
     src, = need(ns, 'transpose_cuda_src')
     mod = compiled(report, src, 'transpose_cuda_src')
     require_machine_code(report, src, 'transpose_k', {
-        'shared stores': (1, "the kernel never stores to shared memory: stage each tile in a __shared__ array"),
-        'shared loads': (1, "the kernel never reads shared memory: write out from the tile"),
+        'shared stores': (1, "the kernel never stores to shared memory, so no tile is staged there"),
+        'shared loads': (1, "the kernel never reads shared memory, so out is not written from a shared tile"),
         'barriers': (1, "a __syncthreads() is missing between filling the tile and reading it")}, 'transpose_k')
     tile_is_padded(report, src, 'transpose_k', 'transpose_cuda_src')
     if mod is None: return
@@ -310,9 +308,8 @@ mod.transpose(m, out, 2048, 2048)''')
 NT_TH, NT_TW, NT_TK = 8, 32, 32                        # the launch of 06.3: 32 x 8 threads, k in steps of 32
 NT_SHARED = NT_TH * NT_TK + NT_TW * (NT_TK + 1)         # ms, then nt's tile with room for one float of padding per row
 NT_SHAPES = ((8, 32, 32), (7, 37, 33))                  # one whole block; then awkward h, k and w (two blocks, two phases)
-# Where the tiles of 06.3 lie in `shared`: (name, first word, end, the row stride that suits it).
-NT_TILES = (('the tile of m', 0, NT_TH * NT_TK, "TK = 32, as the lesson's ms"),
-            ('the tile of nt', NT_TH * NT_TK, NT_SHARED, "TK + 1 = 33, which also spreads a column over the 32 banks"))
+# Where the tiles of 06.3 lie in `shared`: (name, first word, end).
+NT_TILES = (('the tile of m', 0, NT_TH * NT_TK), ('the tile of nt', NT_TH * NT_TK, NT_SHARED))
 
 
 def run_nt_kernel(kernel, m, nt, seed, races_checked=True):
@@ -336,22 +333,20 @@ def overlapping_rows(kernel, m, nt, seed, race):
     try:
         with running("matmul_nt_k again, its races unchecked"): _, trace = run_nt_kernel(kernel, m, nt, seed, races_checked=False)
     except NotYet: trace = None
-    name, base, end, suited = next((t for t in NT_TILES if t[1] <= word < t[2]), ('shared memory', 0, NT_SHARED, ''))
+    name, base, end = next((t for t in NT_TILES if t[1] <= word < t[2]), ('shared memory', 0, NT_SHARED))
     starts = [s for s in stored_rows(trace, dim3(NT_TW, NT_TH), block) if base <= s < end] if trace else []
     holding = [s for s in starts if s <= word < s + WARP_SIZE]
     if len(holding) < 2:
-        return (f"{both}: two elements of {name} land in one word, so its layout in shared memory overlaps. Give each "
-                "element a word of its own: rows at least as far apart as they are long")
+        return f"{both}: two elements of {name} land in one word, so its layout in shared memory overlaps"
     a, b = holding[:2]
     ra, rb = starts.index(a), starts.index(b)
     return (f"rows {ra} and {rb} of {name} overlap in shared memory: its warps store each row as {WARP_SIZE} floats, but "
             f"row {ra} starts at shared[{a}] and row {rb} at shared[{b}], {b - a} floats further, so element {word - a} of row "
-            f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both}. Rows must lie at least as far apart "
-            f"as they are long, {WARP_SIZE} floats: a row stride of {suited}")
+            f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both}")
 
 
 @exercise('06.3', 'shared-memory banks, with n given transposed',
-          hints=("Coalesced: let the 32 threads of a warp read 32 neighbours along one row of nt, and store them as a row of the shared tile. The dot product then reads that tile down a column, lane tc in row tc.",
+          hints=("Coalesced: let the 32 threads of a warp read 32 neighbours along one row of nt, and store them as a row of the shared tile. The dot product then reads that tile down a column, lane tc in row tc. The rows of a tile in `shared` lie at least a row's length apart: TK = 32 for m's tile, TK + 1 = 33 for nt's (odd, so a column spreads over the 32 banks).",
                  "Store row j of the tile at nts[j*NT_STRIDE + tc] for j in range(tr, TW, TH), and read nts[tc*NT_STRIDE + i]. With NT_STRIDE = 32 the 32 lanes' words are 32 apart, all in one bank; NT_STRIDE = TK + 1 = 33 puts them in 32 different banks."))
 def shared_memory_banks(ns, report):
     kernel, = need(ns, 'matmul_nt_k')
@@ -373,11 +368,10 @@ def shared_memory_banks(ns, report):
         for kind in ('write', 'read'):
             worst = worst_conflict(trace, threads, kind)
             if worst is None:
-                raise NotYet(f"{what}: no thread {kind}s shared memory: stage the tiles of m and nt in `shared`")
+                raise NotYet(f"{what}: no thread {kind}s shared memory, so the tiles of m and nt are not staged in `shared`")
             if worst.conflict[0] > 1:
                 raise NotYet(f"{worst.sentence()}: words a multiple of 32 apart share a bank, so the warp's {kind} takes "
-                             f"{worst.conflict[0]} passes instead of one; pad each row of the tile to an odd number of "
-                             "floats (a row stride of TK + 1 = 33) so that a column spreads over all 32 banks")
+                             f"{worst.conflict[0]} passes instead of one")
     report.ok("no race and no deadlock, with shuffled thread orders")
     report.ok("m @ nt.T right on 8x32 @ (32x32).T and 7x37 @ (33x37).T, with 32 x 8 threads per block")
     report.ok("each thread loads 1 value of m and 4 of nt per phase, and a warp's loads are 32 neighbours (coalesced)")

@@ -86,7 +86,7 @@ def no_fall_through(report, src, what):
             harmless += 1
             continue
         raise NotYet(f"`{name}:` of the switch at {cell_place(report, src, what)(line)} has no `break`: after its launch "
-                     f"it runs on into `{next_name}:` and {does}; end it with break;")
+                     f"it runs on into `{next_name}:` and {does}")
     if re.search(r'\bswitch\s*\(', strip_c(src)):
         report.ok("every case of the launcher's switch ends in a break or a return" +
                   (" or runs on only into a label that does nothing" if harmless else ''))
@@ -110,7 +110,7 @@ EPI_WIDTHS = (16, 8, 32)     # 16 first: the skeleton's launcher has it
 
 
 @exercise('07.1', 'a template on the epilogue: bias, with or without a ReLU',
-          hints=("template <int TW, bool RELU>: inside the kernel, `if (RELU) p = fmaxf(p, 0.0f);` tests a constant, so nvcc keeps the clamp in the <TW, true> kernels and drops it from the <TW, false> ones. Each pair the launcher names is compiled; the others never are.",
+          hints=("template <int TW, bool RELU>: inside the kernel, `if (RELU) p = fmaxf(p, 0.0f);` tests a constant, so nvcc keeps the clamp in the <TW, true> kernels and drops it from the <TW, false> ones. Each pair the launcher names is compiled; the others never are. Loop the dot product to TW, so nvcc unrolls it, and end each `case` of the launcher's switch with break.",
                  "Start from notebook 07's matmul_tmpl_k (nb07.tmpl_kernel_src) with TW for tw; add the bias parameter and, inside the guard of the write, p += bias[c] then the clamp if RELU. In the launcher, each `case` launches matmul_epi_k<TW, true> or <TW, false> depending on relu, and ends with break."),
           runs_on_gpu=True)
 def epilogue_template(ns, report):
@@ -125,24 +125,25 @@ def epilogue_template(ns, report):
                 name = f"matmul_epi_k<{tw}, {str(relu).lower()}>"
                 listing = ptx_listing(src, f"matmul_epi_kILi{tw}ELb{int(relu)}E")
                 if not listing:
-                    raise NotYet(f"no kernel is compiled for TW={tw}, RELU={str(relu).lower()}: the launcher must launch "
-                                 f"{name} (for tw={tw} and relu={int(relu)}); a template is compiled only for the "
+                    raise NotYet(f"no kernel is compiled for TW={tw}, RELU={str(relu).lower()}: the launcher never launches "
+                                 f"{name} (for tw={tw} and relu={int(relu)}), and a template is compiled only for the "
                                  f"arguments it is used with (compiled now: {instances(src, 'matmul_epi_k') or 'none'})")
                 fmas, barriers = count_in('PTX', listing, 'multiply-adds'), count_in('PTX', listing, 'barriers')
                 if not fmas:
-                    raise NotYet(f"{name} does no multiply-add (its PTX has none): write the tiled matmul, notebook "
-                                 "07's kernel with TW for tw, before its epilogue")
+                    raise NotYet(f"{name} does no multiply-add (its PTX has none): the tiled matmul before its epilogue "
+                                 "is missing")
                 if fmas < tw:
                     raise NotYet(f"{name} has {fmas} multiply-adds in its PTX: with TW a template parameter, nvcc unrolls "
-                                 f"the dot product into {tw} of them; loop to TW")
+                                 f"the dot product into {tw} of them, so this dot product's loop is not unrolled: its bound is not the "
+                                 "constant TW")
                 if barriers < 2: raise NotYet(f"{name}: {TILED_NEEDS['barriers'][1]} (its PTX has {barriers})")
                 clamps = relu_ops(listing)
                 if relu and not clamps:
-                    raise NotYet(f"{name} never clamps at 0 (no max.f32 and no float comparison in its PTX): apply the "
-                                 "ReLU when RELU is true, `if (RELU) p = fmaxf(p, 0.0f);`")
+                    raise NotYet(f"{name} never clamps at 0 (no max.f32 and no float comparison in its PTX): the ReLU "
+                                 "is missing where RELU is true")
                 if not relu and clamps:
                     raise NotYet(f"{name} clamps at 0 (its PTX has {clamps} max.f32 or float comparison): the ReLU must "
-                                 "apply only when RELU is true; test the template parameter, `if (RELU) ...`")
+                                 "apply only when RELU is true, and this kernel has RELU false")
         report.ok("the PTX holds matmul_epi_k<TW, RELU> for TW = 16, 8, 32 and RELU = true, false: each with its dot "
                   "product unrolled and two barriers, a clamp at 0 in the RELU=true kernels only")
     if mod is None: return
@@ -164,7 +165,7 @@ RECT_TILES = ((8, 32), (16, 16), (32, 8), (16, 32))
 
 
 @exercise('07.2', 'a template on two tile sizes',
-          hints=('Give the template two parameters, template<int TH, int TW>, and size everything by them: the block, the tiles and the loops.',
+          hints=("Give the template two parameters, template<int TH, int TW>, and size everything by them: the block, the tiles and the loops, each loop to a compile-time constant so nvcc unrolls it. The launcher's dispatch launches every (TH, TW) pair of the exercise.",
                  "The launcher's dispatch needs one line per (TH, TW) pair of the exercise; loop over the k-tile with a compile-time bound so nvcc unrolls it."), runs_on_gpu=True)
 def two_parameter_template(ns, report):
     src, = need(ns, 'rect_tmpl_cuda_src')
@@ -176,15 +177,16 @@ def two_parameter_template(ns, report):
         for th, tw in RECT_TILES:
             listing = kernel_listing((kind, text), f'matmul_rect_tmpl_kILi{th}ELi{tw}E')
             if not listing:
-                raise NotYet(f"no kernel is compiled for th={th}, tw={tw}: launch matmul_rect_tmpl_k<{th}, {tw}> "
-                             "from the launcher's dispatch")
+                raise NotYet(f"no kernel is compiled for th={th}, tw={tw}: the launcher's dispatch never launches "
+                             f"matmul_rect_tmpl_k<{th}, {tw}>, and a template is compiled only for the arguments it is used with")
             fmas = count_in(kind, listing, 'multiply-adds')
             if not fmas:
-                raise NotYet(f"matmul_rect_tmpl_k<{th}, {tw}> does no multiply-add (its {kind} has none): write exercise "
-                             "06.1's kernel with TH and TW from the template")
+                raise NotYet(f"matmul_rect_tmpl_k<{th}, {tw}> does no multiply-add (its {kind} has none): the tiled "
+                             "matmul is missing")
             if fmas < tw:
                 raise NotYet(f"matmul_rect_tmpl_k<{th}, {tw}> has {fmas} multiply-adds in its {kind}: with TK a "
-                             f"compile-time constant, nvcc unrolls the dot product into {tw} of them; loop to the constant")
+                             f"compile-time constant, nvcc unrolls the dot product into {tw} of them, so this dot product's "
+                             "loop is not unrolled: its bound is not that constant")
             barriers = count_in(kind, listing, 'barriers')
             if barriers < 2:
                 raise NotYet(f"matmul_rect_tmpl_k<{th}, {tw}>: {TILED_NEEDS['barriers'][1]} (its {kind} has {barriers})")

@@ -26,12 +26,11 @@ def shared_arrays_static(kernel, what, size):
             shape = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == 'shape'), None)
             if isinstance(shape, ast.Constant) and shape.value == 0:
                 raise NotYet(f"the shared array of {what} at {place(node)} is dynamic (size 0), and the launch gives it no "
-                             f"memory: {size} is a constant of the kernel, so give the array that compile-time shape")
+                             f"memory, although {size} is a constant of the kernel")
             if shape is not None and any(isinstance(n, ast.BinOp) for n in ast.walk(shape)):
                 raise NotYet(f"the shape of the shared array of {what} at {place(node)} is computed inside the kernel, "
                              "which Numba rejects on a GPU (its simulator does not): a shared array's shape must be "
-                             "constants or names of constants. Compute it in the factory, outside the kernel "
-                             "(`padded = tw + 1`), and use that name")
+                             "constants or names of constants")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -51,7 +50,9 @@ def nt_launcher(nb08, kernel, tw):
 
 @exercise('08.1', 'B given transposed, with a compile-time tile width',
           hints=("Keep the lesson's tiled kernel, and change only how the tile of nt is loaded: neighbouring threads in x "
-                 "(tc, tc + 1) should read neighbouring elements of nt, which lie along its rows (along k).",
+                 "(tc, tc + 1) should read neighbouring elements of nt, which lie along its rows (along k). Shared arrays "
+                 "get shapes of constants (tw + 1 computed in the factory, outside the kernel), and @functools.cache on "
+                 "the factory compiles each tile width once.",
                  "Let thread (tr, tc) load nt[blockIdx.x*tw + tr, idx + tc] into ns[tc, tr] (the tile transposed as it is "
                  "stored), so the products stay ms[tr, i] * ns[i, tc]; make ns tw x (tw + 1), with tw + 1 computed outside the kernel, to spread the stores over the "
                  "banks, and decorate the factory with @functools.cache."), runs_on_gpu=True)
@@ -76,8 +77,8 @@ def transposed_b(ns, report):
     report.ok("each thread reads one value of m and one of nt per phase, and neighbouring threads read neighbouring elements of both")
     with running("nt_tile_kernel(4), twice"): again = factory(4)
     if again is not kernel:
-        raise NotYet("nt_tile_kernel(4) makes a new kernel on every call, and Numba compiles each one anew: cache the "
-                     "factory (@functools.cache) so each tile width is compiled once")
+        raise NotYet("nt_tile_kernel(4) makes a new kernel on every call (two calls gave two different kernels), and "
+                     "Numba compiles each one anew: each tile width is compiled again on every call")
     report.ok("nt_tile_kernel makes one kernel per tile width (cached)")
     if not gpu_here():
         return report.skip("compiling it for a GPU and running it there: correctness on large shapes, and its speed "
@@ -100,7 +101,7 @@ def transposed_b(ns, report):
 # --------------------------------------------------------------------------------------------------
 
 @exercise('08.2', 'a matrix-vector product in Numba',
-          hints=("One thread per row: each block copies a chunk of v into a cuda.shared.array, then every thread adds its row's products with it.",
+          hints=("One thread per row: each block copies a chunk of v into a cuda.shared.array of shape CHUNK (a constant, not computed in the kernel), then every thread adds its row's products with it.",
                  'Per chunk: vs[t] = v[c0 + t] (0 past k), cuda.syncthreads(), the products, then a second cuda.syncthreads() before the next chunk overwrites vs.'), runs_on_gpu=True)
 def numba_matvec(ns, report):
     import torch

@@ -103,29 +103,26 @@ def signed_index_problems(kernel):
     for node in ast.walk(fdef):
         raw = None
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute) and node.value.attr in INDEX_BUILTINS:
-            raw = f"{place(node)}: `{ast.unparse(node)}` is a signed 64-bit integer in Numba, {why}: convert it once, at the top, with numba.uint32(...)"
+            raw = f"{place(node)}: `{ast.unparse(node)}` is a signed 64-bit integer in Numba, {why}"
         elif isinstance(node, ast.Attribute) and node.attr == 'shape':
-            raw = f"{place(node)}: `{ast.unparse(node)}` holds signed 64-bit integers in Numba, {why}: convert each size with numba.uint32(...)"
+            raw = f"{place(node)}: `{ast.unparse(node)}` holds signed 64-bit integers in Numba, {why}"
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in scalars and \
                 node.lineno <= rebound.get(node.id, math.inf):
-            raw = (f"{place(node)}: the argument `{node.id}` is a signed 64-bit integer in Numba, {why}: convert it first, "
-                   f"`{node.id} = numba.uint32({node.id})`")
+            raw = f"{place(node)}: the argument `{node.id}` is a signed 64-bit integer in Numba, {why}"
         if raw and not converted(node): problems.append((node.lineno, node.col_offset, raw))
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant) and type(node.value.value) is int:
             for t in node.targets:
                 if isinstance(t, ast.Name) and t.id in indexed:
                     problems.append((node.lineno, node.col_offset,
                                      f"{place(node)}: the counter `{t.id}` starts as a plain {node.value.value}, which Numba types "
-                                     f"as a signed 64-bit integer, and so is every index computed from it: start it as "
-                                     f"numba.uint32({node.value.value})"))
+                                     f"as a signed 64-bit integer, and so is every index computed from it"))
         step = plain_step(node)
         if step and step[0] in indexed:
             problems.append((node.lineno, node.col_offset,
                              f"{place(node)}: the counter `{step[0]}` is advanced by a plain {step[1]}, a signed 64-bit integer "
-                             f"in Numba, and an unsigned plus a signed integer is signed: the counter turns signed again. Add "
-                             f"numba.uint32({step[1]})"))
+                             f"in Numba, and an unsigned plus a signed integer is signed: the counter turns signed again"))
     loops = [(n.lineno, n.col_offset, f"{place(n)} is still a `for` loop: Numba runs it with a range object that "
-              "checks and updates its own count on every pass. Write it as a while loop with an unsigned counter")
+              "checks and updates its own count on every pass, where a while loop would not")
              for n in ast.walk(fdef) if isinstance(n, ast.For)]
     return [p for *_, p in sorted(problems)] + [p for *_, p in sorted(loops)]
 
@@ -165,7 +162,7 @@ def numba_error_text(e):
     text = f"{type(e).__name__}: " + ' '.join(lines[:1] + [l for l in lines[1:] if l.startswith('>>>')][:1])
     if re.search(r'>>> getitem\(array\([^)]*\), float64\)', text):
         text += (" (an index became a float64: Numba computes an unsigned and a signed 64-bit integer together in "
-                 "float64, so some integer in that index is signed, a plain 1 or 0, say: make it unsigned)")
+                 "float64, so some integer in that index is signed, a plain 1 or 0, say)")
     return text
 
 
@@ -248,7 +245,7 @@ def lean_loop_ptx(report, ns, kernel_name):
 
 
 @exercise('09.1', "a Numba kernel without Python's index fix-ups",
-          hints=("Numba treats indices as signed Python integers: every index gets a check for negative values. Unsigned indices need none, and a while loop needs no range object.",
+          hints=("Numba treats indices as signed Python integers: every index gets a check for negative values. Unsigned indices need none: convert the thread and block indices, the sizes and tw with numba.uint32, and start and advance every counter with unsigned values. A while loop needs no range object, and a sum started as numba.float32(0.0) stays float32.",
                  "Convert threadIdx, blockIdx, the sizes and tw with numba.uint32(...) at the top (tw = U(tw)), and write both loops as while loops whose counters start at U(0) and advance by U(1) or tw."), runs_on_gpu=True)
 def numba_lean_loop(ns, report):
     import torch
@@ -273,8 +270,8 @@ def numba_lean_loop(ns, report):
         if 'fma.rn.f32' not in ptx['learner']:
             f64 = re.search(r'\b(?:fma\.rn|add\.rn|add)\.f64\b', ptx['learner'])
             raise NotYet(f"the PTX Numba compiles {where} has no float32 multiply-add (fma.rn.f32)" + (
-                ": its sums are float64. A plain 0.0 is a float64 in Numba, and so is everything added to it: start the "
-                "sum as numba.float32(0.0)" if f64 else ": add up the products as p += a * b, in float32"))
+                ": its sums are float64. A plain 0.0 is a float64 in Numba, and so is everything added to it: the sum "
+                "starts as a float64" if f64 else ": the products are not added up as float32 multiply-adds"))
         if cost is not None and cost > 1.25 * target:
             raise NotYet(f"the inner loop Numba compiles {where} costs {cost:.1f} PTX instructions per multiply-add; notebook "
                          f"09's uint32 while-loop kernel costs {target:.1f}: some index is still signed (a plain integer "
@@ -369,39 +366,40 @@ def method_problem(events, t):
     "The first thing wrong with how time_ms measured (from the events), or with the number it returned, or None."
     intervals, first_timed = timed_intervals(events)
     if not any(e[0] == 'clock' for e in events):
-        return "time_ms read no clock the check can follow: read the time with time.perf_counter() (called as that)"
+        return ("time_ms read no clock the check can follow: it follows the clocks of the time module "
+                "(time.perf_counter() and its like), called through the module")
     if not intervals: return "time_ms never calls fn between two readings of the clock"
     if first_timed:
-        return (f"time_ms times the first call of fn, which pays for compiling (here {COMPILE_MS} ms): call fn a few times "
-                "first (a warm-up), then sync(), and only then start timing")
+        return (f"time_ms times the first call of fn, which pays for compiling (here {COMPILE_MS} ms): no untimed warm-up "
+                "call comes before the timing")
     first_reading = next(i for i, (kind, _) in enumerate(events) if kind == 'clock')
     before = [kind for kind, _ in events[:first_reading] if kind in ('fn', 'sync')]
     if before and before[-1] == 'fn':
         return ("time_ms starts the clock right after the warm-up calls, with their work still queued: the first timed call "
-                "then also waits for it. Call sync() after the warm-up, before the first reading of the clock")
+                "then also waits for it, because no sync() comes between the warm-up and the first reading of the clock")
     batched = next((c for _, c, _ in intervals if c > 1), None)
     if batched:
         return (f"time_ms times {batched} calls of fn between two readings of the clock, which gives their mean, and one slow "
-                "call pulls a mean up: time each call on its own (read the clock, fn, sync(), read it again) and take the median")
+                "call pulls a mean up, where the median of calls timed one by one would not")
     unsynced = [ms for ms, _, synced in intervals if not synced]
     if unsynced:
         return (f"time_ms reads the clock after fn returns but before sync(): fn only queues its work, as a kernel launch "
                 f"does, so that measures the launch ({statistics.median(unsynced):.2f} ms), not the work (about "
-                f"{statistics.median(WORK_MS)} ms). Call sync() after fn, before reading the clock")
+                f"{statistics.median(WORK_MS)} ms)")
     if len(intervals) < 5:
-        return (f"time_ms times fn {len(intervals)} time(s): one call is noise; time at least 5 calls (say 21) and take "
-                "their median")
+        return (f"time_ms times fn {len(intervals)} time(s): so few calls are noise, where the check asks for the "
+                "median of at least 5")
     if not isinstance(t, (int, float)) or isinstance(t, bool):
-        return f"time_ms returned {type(t).__name__}; return the milliseconds as a float"
+        return f"time_ms returned {type(t).__name__}, where the task asks for the milliseconds as a float"
     times = sorted(ms for ms, _, _ in intervals)
     low, high, median = statistics.median_low(times), statistics.median_high(times), statistics.median(times)
     if 0.97 * low <= t <= 1.03 * high: return None
     said = f"time_ms returned {t:.3g} for calls whose median was {median:.2f} ms"
     if abs(t - statistics.mean(times)) < 0.05 * statistics.mean(times):
-        return f"{said}: that is their mean, which one slow call pulls up; return the median (statistics.median)"
+        return f"{said}: that is their mean, which one slow call pulls up, not their median"
     if abs(t - times[0]) < 0.03 * times[0]: return f"{said}: that is the fastest call, not the median"
-    if abs(t * 1000 - median) < 0.03 * median: return f"{said}: that is seconds; return milliseconds"
-    return f"{said}: return the median of the timed calls, in milliseconds"
+    if abs(t * 1000 - median) < 0.03 * median: return f"{said}: that is seconds, not milliseconds"
+    return f"{said}: that is not the median of the timed calls, in milliseconds"
 
 
 # The GPU work of the timing a GPU checks: one kernel that spins for this many clock cycles (torch.cuda._sleep), about
@@ -433,9 +431,7 @@ def default_sync_problem(time_ms):
     if default is None or WAITS_FOR_A_GPU.search(source_of(time_ms)): return None
     if not re.fullmatch(r'None|lambda[^:]*:\s*(?:None|0|\.\.\.|\(\))', default): return None
     return (f"time_ms's default sync, `{default}`, does not wait for the GPU: called as time_ms(fn, *args) on a GPU, "
-            "the timer reads the clock while the work is still queued and measures the launches, not the work. Make "
-            "the default wait on a GPU: `sync=torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)`, "
-            "as the skeleton has it")
+            "the timer reads the clock while the work is still queued and measures the launches, not the work")
 
 
 def waits_for_the_gpu(time_ms, report):
@@ -457,15 +453,13 @@ def waits_for_the_gpu(time_ms, report):
         if not isinstance(t, (int, float)) or t < WAITED_SHARE * true:
             shown = f"{t:.3f} ms" if isinstance(t, (int, float)) else repr(t)
             raise NotYet(f"time_ms says {shown} for one kernel that spins on the GPU for {true:.2f} ms (CUDA events), "
-                         f"{said}: the timer does not wait for the GPU, so it measures the launch, not the work. Wait for "
-                         "the GPU (torch.cuda.synchronize()) after fn, before reading the clock" +
-                         ("" if kwargs.get('sync') else ", and make that the default sync on a GPU"))
+                         f"{said}: the timer does not wait for the GPU, so it measures the launch, not the work")
     report.ok(f"time_ms waits for the GPU: for one kernel that spins {true:.2f} ms (CUDA events) it gives about that, with "
               "sync=torch.cuda.synchronize" + (" and with its default sync" if len(ways) > 1 else ''))
 
 
 @exercise('09.2', 'a timer you can trust',
-          hints=('The first call pays for compiling, a GPU call returns before its work is done, and one slow call pulls a mean far off: warm up, wait for the work, take the median.',
+          hints=('The first call pays for compiling, a GPU call returns before its work is done, and one slow call pulls a mean far off: warm up, then time each call on its own with sync() before every reading of the clock, and return the median in milliseconds. On a GPU the default sync must wait for it (torch.cuda.synchronize).',
                  'Call fn a few times and sync(); then for each of ~21 reps: t0 = time.perf_counter(); fn(*args); sync(); record (time.perf_counter() - t0) * 1000. Return statistics.median of those.'), runs_on_gpu=True)
 def trustworthy_timer(ns, report):
     import time
@@ -474,7 +468,7 @@ def trustworthy_timer(ns, report):
     gpu = FakeGPU()
 
     def fn(arg):
-        if arg is not token: raise NotYet("time_ms does not pass its *args on to fn: call fn(*args)")
+        if arg is not token: raise NotYet(f"time_ms does not pass its *args on to fn: fn got a {type(arg).__name__}, not the argument given to time_ms")
         calls[0] += 1
         events.append(('fn', calls[0]))
         if calls[0] == 1: time.sleep(COMPILE_MS / 1000)

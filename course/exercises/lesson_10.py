@@ -23,11 +23,10 @@ def accumulation_mistakes(m, n, bk):
     for last, ph in products_in_order(m, n, bk):
         if ph != phase: tile_sum, phase = 0., ph
         tile_sum = tile_sum + last
-    yield tile_sum, ("sets its sums to 0 again for every tile of k, so only the last tile's products remain: set the "
-                     "sums (a register tile's, or a single one) to 0 once, before the loop over the tiles")
+    yield tile_sum, "sets its sums to 0 again for every tile of k, so only the last tile's products remain"
     padded = m.shape[1] % bk != 0
     yield last, ("keeps only its last product" + (" (one of the zeros past k)" if padded else '') +
-                 ": `acc[...] = ...` replaces the sum where it should add to it (`+=`)")
+                 ": each product replaces the sum instead of being added to it")
 
 
 def busiest(counts):
@@ -60,7 +59,7 @@ def names_in(node): return {n.id for n in ast.walk(node) if isinstance(n, ast.Na
 # --------------------------------------------------------------------------------------------------
 
 @exercise('10.1', 'a register tile, in the thread simulator',
-          hints=('A thread computes TM outputs of one column: per k it reads one value of Bs and reuses it for TM multiply-adds.',
+          hints=('A thread computes TM outputs of one column: per k it reads one value of Bs into a register and reuses it for TM multiply-adds. Its TM sums start at 0 once, before the loop over the tiles, and each product is added to them.',
                  "Inside the kk loop, read column tc's value of Bs once into a local variable, before the loop over t: each of the TM multiply-adds of that loop uses it with a different row of As."))
 def register_tile_1d(ns, report):
     kernel, = need(ns, 'regtile_1d_k')
@@ -81,9 +80,9 @@ def register_tile_1d(ns, report):
         limit = cdiv(k, BK) * BK * (TM + 1)
         if most > limit:
             raise NotYet(f"on {what}, thread (x={thread[0]}, y={thread[1]}) of block (x={block[0]}, y={block[1]}) reads "
-                         f"{most} shared values for its {fmas} multiply-adds ({most / fmas:.2f} per multiply-add); keep "
-                         f"the value of Bs it multiplies with in a register and one read serves TM of them: "
-                         f"{limit} reads ({(TM + 1) / TM:.2f} per multiply-add)")
+                         f"{most} shared values for its {fmas} multiply-adds ({most / fmas:.2f} per multiply-add); a "
+                         f"register tile of TM = {TM} needs at most {limit} ({(TM + 1) / TM:.2f} per multiply-add), so "
+                         "its values of Bs are read again for multiply-adds that could share one read")
     report.ok("no race, no deadlock; right on " + ', '.join(f"{h}x{k} @ {k}x{w}" for h, k, w in shapes))
     report.ok(f"each thread reads at most {(TM + 1) / TM:.2f} shared values per multiply-add (TM={TM})")
 
@@ -172,28 +171,25 @@ def transposed_a_tile(report, src, code):
     if len(across) > of_b:
         raise NotYet(f"A's tile is not stored transposed: in the PTX of regtile_2d, {len(across) - of_b} groups of 4 "
                      "neighbouring floats that the multiply-adds read from shared memory each hold values of 4 different k "
-                     "(a row of As[m][k]), not a thread's 4 rows of one k. Store A's tile as AsT[k][m] and read a[t] = "
-                     "AsT[k][row + t]: then a thread's values of A for one k are neighbours, as its values of B are")
+                     "(a row of As[m][k]), not a thread's 4 rows of one k (as B's groups hold its 4 columns of one k)")
     if of_b:
         raise NotYet(f"B's tile is read across k: in the PTX of regtile_2d, {of_b} groups of 4 neighbouring floats that the "
                      "multiply-adds read from B's tile in shared memory each hold values of 4 different k (the tile read as "
-                     "Bs[n][k], transposed), not a thread's 4 columns of one k. B's tile needs no transposing: store it as "
-                     "it lies in B, Bs[k][n], and read b[u] = Bs[k][col + u], a thread's TN columns of one k side by side")
+                     "Bs[n][k], transposed), not a thread's 4 columns of one k, as B itself lays them out")
     ways = wide_loads_stored(ptx)
     if len(ways) < 2:
         raise NotYet(f"A's tile is not read from global memory with 128-bit loads (the PTX of regtile_2d has {len(ways)} "
-                     "128-bit global load(s): B's): read this thread's 4 values of A in one load4, as B's are read, so "
-                     "that a tile's loads are all in flight at once")
+                     "128-bit global load(s): B's), so a thread's 4 values of A take 4 loads where B's take one")
     if 'apart' not in ways:
-        raise NotYet("the 4 values of A's float4 go into shared memory side by side, as they lie in A's row: write them "
-                     "into 4 rows of the transposed tile, AsT[ac + j][ar] for j = 0 .. 3 (.x, .y, .z, .w)")
+        raise NotYet("the 4 values of A's float4 go into shared memory side by side, as they lie in A's row, not into "
+                     "4 rows of the transposed tile")
     report.ok(f"in the PTX: A's tile is read with 128-bit loads, each scattered into 4 rows of shared memory, and the "
               f"multiply-adds read it per k ({same} groups of 4 neighbouring shared floats, each of one k)")
 
 
 REGTILE_NEEDS = {
-    'local memory': (0, "the register tile spilled to local memory: index acc, a and b only with compile-time constants "
-                        "(loops with constant bounds, unrolled), so that they stay in registers"),
+    'local memory': (0, "the register tile spilled to local memory: some index of acc, a or b is not a compile-time "
+                        "constant (a loop whose bound is not constant, or one not unrolled)"),
     'barriers': (2, "the kernel needs two __syncthreads() per tile of k: after storing the tiles, and after the "
                     "multiply-adds, before the next tiles overwrite them"),
     'multiply-adds': (8 * 8 * 8, "the inner loop does too few multiply-adds: each thread adds a TM x TN outer product per k, "
@@ -208,7 +204,9 @@ REGTILE_TARGET = 0.8
 
 @exercise('10.2', "a 2-D register tile in CUDA C, A's tile transposed",
           hints=("A row of A holds a thread's values of 4 k's side by side; the multiply-adds want, for one k, the thread's "
-                 "TM rows side by side. Load A's float4 like B's, then write its 4 values into 4 different rows of AsT.",
+                 "TM rows side by side. Load A's float4 like B's, then write its 4 values into 4 different rows of AsT[k][m]; "
+                 "B's tile stays as B lays it out, Bs[k][n]. Index acc, a and b only in loops with constant bounds, unrolled, "
+                 "so they stay in registers.",
                  "const float4 a4 = load4(A, M, K, m0 + ar, k0 + ac, fast); then AsT[ac + j][ar] = a4.x, .y, .z, .w for "
                  "j = 0..3. Per k: a[] = AsT[k][row .. row+TM-1], b[] = Bs[k][col .. col+TN-1], acc[t][u] += a[t] * b[u], "
                  "every loop with a constant bound and #pragma unroll."), runs_on_gpu=True)
@@ -307,8 +305,8 @@ def register_tile_problems(fn, place):
     syntax tree: no barrier at all, a cuda.local.array indexed by a value known only at run time, an accumulator
     never set to 0, shared memory read in the innermost loop of the multiply-adds."""
     if not any(is_barrier(n) for n in ast.walk(fn)):
-        return ["the kernel never calls cuda.syncthreads(): its threads read tile elements other threads store, so wait "
-                "after the stores (before the reads) and after the reads (before the next tiles overwrite them)"]
+        return ["the kernel never calls cuda.syncthreads(): its threads read tile elements other threads store, with "
+                "nothing to make them wait for those stores, nor the next stores wait for their reads"]
     local = array_names(fn, 'local')
     constants = ConstantIndices(fn)
     for node in ast.walk(fn):
@@ -317,8 +315,7 @@ def register_tile_problems(fn, place):
             if runtime:
                 return [f"{ast.unparse(node)} at {place(node)} is indexed with {', '.join(runtime)}, which is known only at "
                         f"run time: Numba keeps a cuda.local.array in registers only where every index is a constant once "
-                        f"the loops are unrolled, so index it only with constants and the variables of `for ... in "
-                        f"range(constant)` loops"]
+                        f"the loops are unrolled"]
     updates = [n for n in ast.walk(fn) if isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript)
                and isinstance(n.target.value, ast.Name) and n.target.value.id in local]
     for acc in sorted({u.target.value.id for u in updates}):
@@ -328,7 +325,7 @@ def register_tile_problems(fn, place):
         if not zeroed:
             update = next(u for u in updates if u.target.value.id == acc)
             return [f"{acc} is never set to 0 before the multiply-adds add to it ({place(update)}): a cuda.local.array "
-                    f"starts with whatever its registers held, so set every element of {acc} to 0 before the loop over the tiles"]
+                    f"starts with whatever its registers held"]
     shared = array_names(fn, 'shared')
     loops = [n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.While))]
     for update in updates:
@@ -339,8 +336,7 @@ def register_tile_problems(fn, place):
                  and isinstance(n.value, ast.Name) and n.value.id in shared]
         if reads:
             return [f"{ast.unparse(reads[0])} at {place(reads[0])} reads shared memory in the innermost loop of the "
-                    "multiply-adds, so each value is read again for every multiply-add it takes part in: read the TM values "
-                    "of A and the TN values of B for this k into registers (a and b) first, then acc[i, j] += a[i] * b[j]"]
+                    "multiply-adds, so each value is read again for every multiply-add it takes part in"]
     return []
 
 
@@ -421,8 +417,8 @@ def check_in_simulator(factory, report):
             most, (block, thread) = busiest(reads)
             if most > limit:
                 raise NotYet(f"on {what}, thread (x={thread[0]}, y={thread[1]}) of block (x={block[0]}, y={block[1]}) reads "
-                             f"{most} shared values for its {fmas} multiply-adds; with the TM values of A and the TN values "
-                             f"of B of each k in registers it needs {limit} ({(TM + TN) / (TM * TN):.2f} per multiply-add)")
+                             f"{most} shared values for its {fmas} multiply-adds; a register tile of TM x TN = {TM} x {TN} "
+                             f"needs at most {limit} ({(TM + TN) / (TM * TN):.2f} per multiply-add)")
     report.ok("right in Numba's simulator on " + ', '.join(f"{h}x{k} @ {k}x{w}" for h, k, w in NUMBA_SIMULATOR_SHAPES) +
               " with " + ' and with '.join(tile_text(t) for t in NUMBA_SIMULATOR_TILES))
     report.ok("each thread reads TM + TN shared values per k, for TM x TN multiply-adds")
@@ -465,9 +461,8 @@ def check_on_gpu(nb08, factory, report):
     ptx = '\n'.join(import_notebook('09').ptx_of(factory(*t)) for t in NUMBA_GPU_TILES)
     spills = count_in('PTX', ptx, 'local memory')
     if spills:
-        raise NotYet(f"the register tile spilled to local memory ({spills} ld.local/st.local in the PTX): index acc, a and "
-                     "b only with constants and the variables of `for ... in range(constant)` loops, so that Numba unrolls "
-                     "them and keeps the arrays in registers")
+        raise NotYet(f"the register tile spilled to local memory ({spills} ld.local/st.local in the PTX): some index "
+                     "of acc, a or b is not a constant once Numba has unrolled the loops")
     report.ok("no local memory in the PTX: the register tile stays in registers")
     from ..correctness import lecture_problem
     m, n, _ = lecture_problem('cuda')
@@ -478,7 +473,8 @@ def check_on_gpu(nb08, factory, report):
 @exercise('10.3', 'a register tile in Numba',
           hints=("Each thread keeps a TM x TN tile of sums in cuda.local.array((TM, TN), f32), zeroed before the loop over "
                  "the tiles; per k it reads TM values of A and TN of B into two more local arrays, then adds their outer "
-                 "product. Index the local arrays only with variables of `for ... in range(TM)` (or TN) loops.",
+                 "product. Index the local arrays only with variables of `for ... in range(TM)` (or TN) loops, and wait "
+                 "(cuda.syncthreads()) after the stores and after the reads of each tile.",
                  "After the stores: cuda.syncthreads(); for k in range(BK): a[i] = As[k, row + U(i)] for i in range(TM), "
                  "b[j] = Bs[k, col + U(j)] for j in range(TN), acc[i, j] += a[i] * b[j]; then cuda.syncthreads(). At the "
                  "end, store acc[i, j] into C[m0 + row + i, n0 + col + j] where that is inside C."), runs_on_gpu=True)

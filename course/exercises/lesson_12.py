@@ -60,7 +60,7 @@ def slips(bm, bn, bk, cluster, size):
          f"producer{'s' if cluster > 2 else ''} of the cluster multicast the rest of B's boxes into this block too, and "
          "every byte that lands in a block counts down that block's barrier, whoever issued the copy",
          (a + b // cluster) * size),
-        ("elements, not bytes: multiply by element_bytes", a + b),
+        ("elements, not bytes: element_bytes is left out", a + b),
         ("2 bytes per element whatever element_bytes says", (a + b) * 2),
         ("A's tile only: B's tile lands in the same stage and counts down the same barrier", a * size),
         ("B's tile only: A's tile lands in the same stage and counts down the same barrier", b * size),
@@ -115,7 +115,7 @@ def model_run(key, value):
 
 @exercise('12.1', 'how many bytes does full[s] expect',
           hints=("full[s] of a block completes when the bytes that land in THAT block's stage have landed, whoever copied "
-                 "them. Which tiles land in a block's stage, and how many bytes is each?",
+                 "them. Which tiles land in a block's stage, and how many bytes is each (its elements times element_bytes)?",
                  "A's tile (bm x bk) lands in its own block only; all of B's tile (bk x bn) lands in every block of the "
                  "cluster, half of its boxes from each producer when cluster_blocks = 2. So the count does not depend "
                  "on cluster_blocks: (bm * bk + bk * bn) * element_bytes."))
@@ -339,7 +339,8 @@ WRONG_ROLE = {
 @exercise('12.3', 'deal out a stretch (stream-K)',
           hints=("Walk the stretch from `start` to `end`: stage s of the last round is stage s % k_tiles of unit "
                  "first_unit + s // k_tiles. A piece ends where the stretch ends or where its unit ends, whichever comes "
-                 "first; then the next piece starts at stage 0 of the next unit.",
+                 "first; then the next piece starts at stage 0 of the next unit. Make the list of pieces anew in each call "
+                 "(not as a default argument, which every call shares).",
                  "k_begin = at % k_tiles and k_end = min(k_tiles, k_begin + end - at). The role follows from those two "
                  "alone: k_begin > 0 makes a 'contributor', else k_end < k_tiles a 'finisher', else 'whole'."))
 def stream_k_stretch(ns, report):
@@ -355,8 +356,7 @@ def stream_k_stretch(ns, report):
     once, again = ask(first), ask(first)
     if len(again) > len(once) and again[:len(once)] == once:
         raise NotYet(f"{name}{first} returned {once} the first time and {again} when asked the same again: the list grows "
-                     "from call to call. A default argument such as `pieces=[]` is one list, shared by every call: make "
-                     "a new list inside the function")
+                     "from call to call. A default argument such as `pieces=[]` is one list, shared by every call")
     long_keys = [key for key in expected if key in LONG_STRETCHES]
     plan_keys = [key for key in expected if key not in LONG_STRETCHES]
 
@@ -374,9 +374,10 @@ def stream_k_stretch(ns, report):
                          f"round, {end - start} stages {where}, and the units they belong to would miss their products")
         for unit, k_begin, k_end, _ in pieces_:
             if 0 <= k_begin <= k_tiles and k_end == k_begin:
+                last_unit, last_k = unit_and_stage(key, end - 1)
                 raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), which holds no stage (k_begin "
-                             f"= k_end): a loop that runs once too often makes one (`at <= end` for `at < end`, or units "
-                             "counted to end // k_tiles where the last stage, end - 1, decides)")
+                             f"= k_end): a loop that runs once too often makes one. The stretch's last stage, end - 1 = "
+                             f"{end - 1}, is stage {last_k} of unit {last_unit}")
             if unit < first_unit:
                 raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), of unit {unit}, before "
                              f"first_unit = {first_unit}: the last round's units are numbered from first_unit (stage s "
@@ -384,8 +385,8 @@ def stream_k_stretch(ns, report):
             if not 0 <= k_begin < k_end <= k_tiles:
                 raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...): a piece is stages [k_begin, "
                              f"k_end) of one unit, 0 <= k_begin < k_end <= k_tiles = {k_tiles}. A stretch that runs past "
-                             "the end of a unit goes on in the next one: cut it there (each unit's stages come from its own "
-                             "rows of A and columns of B)")
+                             "the end of a unit goes on in the next one (each unit's stages come from its own rows of A and "
+                             "columns of B)")
         stages = [stage_of(key, u, k) for u, k0, k1, _ in pieces_ for k in range(k0, k1)]
         outside = sorted({s for s in stages if not start <= s < end})
         if outside:

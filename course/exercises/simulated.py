@@ -66,15 +66,14 @@ def uncoalesced(kind, name, trace):
             verb = 'write' if kind == 'write' else 'read'
             raise NotYet(f"threads (x={x}, y={y}) and (x={x + 1}, y={y}) of block (x={block[0]}, y={block[1]}) {verb} "
                          f"{name}[{i}] and {name}[{j}]: neighbouring threads should {verb} neighbouring elements, so that "
-                         "a warp's accesses coalesce into few memory transactions; go through the shared tile, reading it "
-                         "transposed")
+                         "a warp's accesses coalesce into few memory transactions")
 
 
 # Wrong values, explained: which mistake gives exactly the values a kernel returned
 
 def compare_or_explain(got, expected, what, mistakes):
     """compare(got, expected, what); where got is wrong and one of the known mistakes gives exactly its values,
-    the sentence names that mistake. `mistakes()` yields (values, what the kernel does wrong and how to fix it)."""
+    the sentence names that mistake. `mistakes()` yields (values, what the kernel does wrong)."""
     import torch
     try:
         compare(got, expected, what)

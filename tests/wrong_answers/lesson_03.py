@@ -48,13 +48,13 @@ SCALE_ROWS_MAPPING = ("    r = blockIdx.x*blockDim.x + threadIdx.x     # threadI
 def surplus(side, count, idle):
     "The sentence for a grid with `count` blocks too many along `side`, those with blockIdx.<side> = `idle` writing nothing."
     return (rf"gives \d+ x \d+ blocks, {count} too many along {side}.*the blocks with blockIdx\.{side} = {idle} write no "
-            r"element of out.*Give just enough blocks")
+            rf"element of out: with your mapping, {side} needs \d+")
 
 
 def assumed_block(numbers):
     "The sentence for a kernel or grid right with 32 x 4 blocks only, the numbers `numbers` written where blockDim belongs."
     return (r"with blocks of 64 x 2 threads.*It is right with blocks of 32 x 4 threads but not with 64 x 2, so your code "
-            rf"assumes a block shape: the {numbers} at line \d+ of the `#\| exercise 03\.3` cell.*Take the block's size from blockDim")
+            rf"assumes a block shape: the {numbers} at line \d+ of the `#\| exercise 03\.3` cell")
 
 
 # scale_rows_blocks returning more blocks than needed along a side, or a block shape of its own: (slip, what it returns,
@@ -109,7 +109,8 @@ WRONG = [
           expect=r"reads m\[\d+\], outside the buffer.*a bound check is missing or wrong"),
     Wrong('03.2', "store_tile's bound check uses m's bounds (h and w swapped)",
           change=("if r < w and c < h: out[r*h + c]", "if r < h and c < w: out[r*h + c]"),
-          expect=r"store_tile may write only its elements \(r, c\) with r < w and c < h|store_tile's bound check must let its thread write it"),
+          expect=r"writes out\[\d+\].*that thread's element \(r, c\) = \(\d+, \d+\) of out lies outside the w x h = 7 x 5 result|"
+                 r"store_tile's bound check stops the thread that should write it"),
     Wrong('03.3', 'threadIdx.x along c (the uncoalesced mapping)',
           body=SCALE_ROWS_PYTHON_SWAPPED,
           expect=r"warp 0 \(threads x=0..31, y=0\) of block \(x=0, y=0\): its 1st read of m touches 32 sectors of 32 bytes "
@@ -146,7 +147,7 @@ WRONG = [
           change=(CUDA_GUARD, CUDA_GUARD.replace("if (r < h && c < w) ", "")), expect=GPU_BOUNDS),
     Wrong('03.4', 'the mapping changed but not the grid', cpu='not checked here',
           change=(CUDA_GRID, "blocks(cdiv(w, tpb.x), cdiv(h, tpb.y));"),
-          expect=r"element \(\d+, \d+\) of out is never written: the launch's grid must cover the matrix|"
+          expect=r"element \(\d+, \d+\) of out is never written: the launch's grid does not reach it|"
                  r"writes \d+ value\(s\) outside out|came out inf"),
     Wrong('03.4', 'the product kept in a local variable, never stored',
           change=(CUDA_GUARD, "float p = 0.0f;\n    if (r < h && c < w) p = m[(size_t)c*h + r] * s[r];"),

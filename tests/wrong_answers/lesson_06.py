@@ -16,8 +16,8 @@ def through_pointer(pointer, read, store=None, declared=TILE_DECLARED):
 def padding_ignored(access, step=32):
     "The sentence for an access through a pointer that steps `step` floats per lane in a tile padded to rows of 33."
     return (rf"the shared tile tile\[TILE\]\[TILE \+ 1\] has rows of 33 floats, but the {access} at line \d+ of the "
-            rf"`#\| exercise 06\.2` cell gives the 32 lanes of a warp words {step} apart.*a 32-way bank conflict.*Index the tile "
-            r"with its own row length")
+            rf"`#\| exercise 06\.2` cell gives the 32 lanes of a warp words {step} apart.*a 32-way bank conflict, 32 passes "
+            r"instead of one")
 
 
 # The padded tile of 06.2 accessed through a float pointer that ignores its padding: (slip, the pointer, the read, the
@@ -56,7 +56,7 @@ WRONG = [
     Wrong('06.1', 'dynamic shared memory',
           change=("    __shared__ float ms[TH][TK], ns[TK][TW];\n",
                   "    extern __shared__ float sh[];\n    float (*ms)[TK] = (float (*)[TK])sh, (*ns)[TW] = (float (*)[TW])(sh + TH*TK);\n"),
-          expect=r"use static shared arrays sized by the constants"),
+          expect=r"declares `extern __shared__` memory, where the exercise asks for static shared arrays sized by the constants"),
     Wrong('06.1', 'the write guard lets row h through',
           change=("if (r < h && c < w) out[r*w + c] = p;", "if (r <= h && c < w) out[r*w + c] = p;"),
           cpu='not checked here',

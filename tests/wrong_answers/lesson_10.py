@@ -47,8 +47,8 @@ WRONG = [
     # 10.1
     Wrong('10.1', 'Bs read inside the t loop, for every multiply-add',
           change=(B_IN_REGISTER, "            for t in range(TM): acc[t] += As[(tr*TM + t)*BK + kk] * Bs[kk*BN + tc]\n"),
-          expect=r"reads \d+ shared values for its \d+ multiply-adds \(2\.00 per multiply-add\); keep the value of Bs it "
-                 r"multiplies with in a register"),
+          expect=r"reads \d+ shared values for its \d+ multiply-adds \(2\.00 per multiply-add\); a register tile of TM = 4 "
+                 r"needs at most \d+ \(1\.25 per multiply-add\), so its values of Bs are read again"),
     Wrong('10.1', 'the second barrier missing',
           change=(SIM_BARRIER + "    for t in range(TM):", "    for t in range(TM):"),
           expect=r"no barrier between reading shared memory \(line \d+\) and the next pass of the loop filling it again"),
@@ -60,7 +60,7 @@ WRONG = [
           expect=r"regtile_1d_k \(the `#\| exercise 10.1` cell\): the barrier at line \d+ is inside the `if`"),
     Wrong('10.1', 'acc overwritten (= instead of +=)',
           change=("acc[t] += As[(tr*TM + t)*BK + kk] * b", "acc[t] = As[(tr*TM + t)*BK + kk] * b"),
-          expect=r"keeps only its last product: `acc\[\.\.\.\] = \.\.\.` replaces the sum where it should add to it"),
+          expect=r"keeps only its last product: each product replaces the sum instead of being added to it"),
     Wrong('10.1', 'acc set to 0 for every tile of k',
           change=("    acc = [0.] * TM\n    for idx in range(0, k, BK):\n", "    for idx in range(0, k, BK):\n        acc = [0.] * TM\n"),
           expect=r"sets its sums to 0 again for every tile of k, so only the last tile's products remain"),

@@ -48,7 +48,7 @@ WRONG = [
     Wrong('12.1', 'counts elements, not bytes',
           change=bytes_returning('a_tile + b_tile'),
           expect=r"cluster_blocks=1, element_bytes=2\) returned 16384, fewer than the 32768 bytes.*that is elements, not "
-                 r"bytes: multiply by element_bytes"),
+                 r"bytes: element_bytes is left out"),
     Wrong('12.1', 'ignores element_bytes (2 bytes hard-coded)',
           change=bytes_returning('(a_tile + b_tile) * 2'),
           expect=r"element_bytes=1\) returned 32768, more than the 16384 bytes.*2 bytes per element whatever "
@@ -167,7 +167,7 @@ WRONG += [
     Wrong('12.3', 'the stretch not cut where a unit ends',
           change=(PIECE_END, "        k_end = k_begin + end - at "),
           expect=r"stretch_pieces\(start=56, end=112, k_tiles=64, first_unit=198\) returned the piece \(198, 56, 112, \.\.\.\): "
-                 r"a piece is stages \[k_begin, k_end\) of one unit, 0 <= k_begin < k_end <= k_tiles = 64.*cut it there"),
+                 r"a piece is stages \[k_begin, k_end\) of one unit, 0 <= k_begin < k_end <= k_tiles = 64.*A stretch that runs past the end of a unit goes on in the next one"),
     Wrong('12.3', 'the first piece of a stretch always a contributor',
           change=(PIECE_ROLE, "        role = 'contributor' if k_begin > 0 or not pieces else 'finisher' if k_end < k_tiles else 'whole'"),
           expect=r"stretch_pieces\(start=0, end=56, k_tiles=64, first_unit=198\) gave the piece \(198, 0, 56\) the role "
@@ -224,7 +224,7 @@ WRONG += [
                "    if rest > 0: pieces.append((unit + 1, 0, rest, 'finisher' if rest < k_tiles else 'whole'))\n"
                "    return pieces\n",
           expect=r"stretch_pieces\(start=10, end=200, k_tiles=64, first_unit=5\) returned the piece \(6, 0, 136, \.\.\.\): a "
-                 r"piece is stages \[k_begin, k_end\) of one unit.*cut it there"),
+                 r"piece is stages \[k_begin, k_end\) of one unit.*A stretch that runs past the end of a unit goes on in the next one"),
     Wrong('12.3', 'units counted to end // k_tiles: an empty piece where a stretch ends on a unit boundary',
           body="def stretch_pieces(start, end, k_tiles, first_unit):\n"
                "    pieces = []\n"
