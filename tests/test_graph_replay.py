@@ -17,7 +17,6 @@ hopper = pytest.mark.skipif(not hopper_available(), reason="needs a Hopper GPU (
 
 
 def replays_stay_right(fn, h, k, w, precision):
-    torch.backends.cuda.matmul.allow_tf32 = False
     assert check_graph_replays(fn, h, k, w, precision), f"a replay of {h} x {k} @ {k} x {w} is wrong"
 
 

@@ -106,7 +106,7 @@ def test_hand_over_any_arrival_order_finishes_each_unit_once_with_the_same_sum(u
     """Whatever order the clusters sharing a unit reach its counter in, exactly one finishes it, it adds the same sums
     in the same order (first to last: C's bits do not depend on who came last), it reads only slots written before it
     finished, and the counter is back at 0 for the next launch or graph replay."""
-    import itertools, random
+    import random
     from course.stream_k import cluster_of_stage, hand_over
     p = plan(units, clusters, k_tiles, handover=4)
     assert p.sk_clusters > 0
