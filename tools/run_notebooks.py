@@ -22,13 +22,19 @@ def use_repo_utils():
     if str(ROOT) not in paths: os.environ['PYTHONPATH'] = os.pathsep.join(filter(None, [str(ROOT), *paths]))
 
 
-def execute_notebook(nb, workdir, timeout=900, allow_errors=False):
+def execute_notebook(nb, workdir, timeout=900, allow_errors=False, after_cell=None):
     """Run notebook `nb` (nbformat object, filled with outputs in place) in folder `workdir`; return the error or None.
-    With allow_errors, a cell that raises shows its error and the cells after it still run."""
+    With allow_errors, a cell that raises shows its error and the cells after it still run.
+    `after_cell(index, seconds)`, if given, is called after each code cell (the time it took)."""
     use_repo_utils()
     os.environ['COURSE_SAVED_RUN'] = '1'      # course.progress: no bars in a saved notebook, one line per long loop
+    started = [time.time()]
+    def on_start(cell, cell_index): started[0] = time.time()
+    def on_done(cell, cell_index, execute_reply):
+        if after_cell: after_cell(cell_index, time.time() - started[0])
     client = NotebookClient(nb, timeout=timeout, kernel_name='python3', allow_errors=allow_errors,
-                            resources={'metadata': {'path': str(workdir)}})
+                            resources={'metadata': {'path': str(workdir)}},
+                            on_cell_start=on_start, on_cell_executed=on_done)
     try:
         client.execute()
     except Exception as e:  # the failing cell's error text is in the exception
@@ -39,8 +45,12 @@ def execute_notebook(nb, workdir, timeout=900, allow_errors=False):
 def run(path, out_dir=None, timeout=900):
     nb = nbformat.read(path, as_version=4)
     t0 = time.time()
-    error = execute_notebook(nb, path.parent, timeout)
     dest = Path(out_dir) / path.name if out_dir else path
+    def after_cell(index, seconds):
+        "Say how long each slow cell took; with --out, save after every cell, so a run cut short keeps what it did."
+        if seconds >= 5: print(f"  {path.name} cell {index}: {seconds:.0f} s", flush=True)
+        if out_dir: nbformat.write(nb, dest)
+    error = execute_notebook(nb, path.parent, timeout, after_cell=after_cell)
     nbformat.write(nb, dest)
     print(f"{path.name}: {'FAILED' if error else 'ok'} in {time.time() - t0:.0f} s -> {dest}", flush=True)
     if error: print(str(error)[-3000:], file=sys.stderr)
