@@ -2,12 +2,12 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/13_benchmarks.ipynb (the same functions the notebook uses): prints the
+Runs the `#| export` code of notebooks/14_benchmarks.ipynb (the same functions the notebook uses): prints the
 tables for the lecture's problem and for 4096^3 (median and middle half of the GPU's time per call over
 interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
 middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture; then
-notebook 11's tensor-core kernels against cuBLAS in the same precision (bf16 on 4096^3 and 8192^3, TF32 on the
-lecture's problem) where the GPU has tensor cores, and notebook 12's Hopper steps (bf16, 4096^3 and 8192^3) on a
+notebook 12's tensor-core kernels against cuBLAS in the same precision (bf16 on 4096^3 and 8192^3, TF32 on the
+lecture's problem) where the GPU has tensor cores, and notebook 13's Hopper steps (bf16, 4096^3 and 8192^3) on a
 Hopper GPU.
 Without --quick it also times the size sweep and the skinny problems and measures the roofline (ncu where it is
 installed). It writes the charts to images/, and with --readme puts both tables into README.md between its
@@ -24,7 +24,7 @@ from course.cuda_toolkit import hopper_available, tensor_cores_available  # noqa
 
 
 def markdown_table(rows):
-    "The rows of notebook 13's `table` as a Markdown table."
+    "The rows of notebook 14's `table` as a Markdown table."
     lines = ['| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS fp32 | vs cuBLAS fp32 |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |'
@@ -33,7 +33,7 @@ def markdown_table(rows):
 
 
 def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
-    "One of notebook 13's tensor-core tables (same-precision comparison) as Markdown, with its target line."
+    "One of notebook 14's tensor-core tables (same-precision comparison) as Markdown, with its target line."
     h, k, w = shape
     lines = [f'**{title}, {precision}, {h}x{k} @ {k}x{w}:**', '',
              f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
@@ -43,8 +43,8 @@ def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
 
 
 def shape_set_markdown(nb, results):
-    "Notebook 13's fp32 shape-set table as Markdown: each shape's cuBLAS time, and the every-shape kernel and Triton over it."
-    lines = ['**fp32 on every shape** (notebook 10\'s every-shape kernel and Triton, each median over cuBLAS fp32\'s):', '',
+    "Notebook 14's fp32 shape-set table as Markdown: each shape's cuBLAS time, and the every-shape kernel and Triton over it."
+    lines = ['**fp32 on every shape** (notebook 11\'s every-shape kernel and Triton, each median over cuBLAS fp32\'s):', '',
              '| shape | h x k x w | cuBLAS fp32, ms | every shape / cuBLAS | vs cuBLAS | Triton / cuBLAS |',
              '| --- | --- | ---: | ---: | :---: | ---: |']
     for name, (shape, rows) in results.items():
@@ -67,7 +67,7 @@ def readme_block(nb, rows, big_rows, device, tensor_core_tables=(), hopper_table
             + f"\n**{bh}x{bk} @ {bk}x{bw}:**\n\n{markdown_table(big_rows)}\n\n" + bullets(nb.targets(big_rows))
             + ('\n' + shape_set_markdown(nb, shape_set) if shape_set else '')
             + ''.join('\n' + tensor_core_markdown(*t) for t in tensor_core_tables)
-            + ''.join('\n' + tensor_core_markdown(*t, title='Hopper steps (notebook 12)') for t in hopper_tables)
+            + ''.join('\n' + tensor_core_markdown(*t, title='Hopper steps (notebook 13)') for t in hopper_tables)
             + "<!-- results:end -->")
 
 
@@ -79,7 +79,7 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    nb = import_notebook('13')
+    nb = import_notebook('14')
     kernels = nb.all_kernels()
     styles = nb.kernel_styles(kernels)
     images = ROOT / 'images'

@@ -16,7 +16,7 @@ own helpers, and imports of what the notebooks use from here.
 | `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use; `cpu_us_per_call`: what a call costs the CPU (its kernels queued, not run) |
 | `launch_queue` | a model of calls queued on a GPU stream (a call takes the CPU's time or the GPU's, whichever is longer) and its timeline drawing |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
-| `drawings` | the figures the notebooks draw: the tiling of notebook 02, the warp-tile map and the double-buffering timeline of notebook 10 |
+| `drawings` | the figures the notebooks draw: the tiling of notebook 02, the opcode counts of notebook 07, the warp-tile map and the double-buffering timeline of notebook 10 |
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace, and of a tile's float-by-float loads in each of notebook 10's layouts; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
@@ -50,6 +50,6 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.ptx_dataflow` | a kernel's PTX followed register by register: where each address comes from (parameters, shared arrays, the thread index), how it moves from lane to lane of a warp, and which comparisons decide whether a load runs |
 | `exercises.parts` | what the checks are made of: running the learner's code, comparing with torch, traffic limits, machine code, compute-sanitizer, speed |
 | `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
-| `exercises.lesson_01` ... `lesson_12` | the checks of each exercise notebook |
+| `exercises.lesson_01` ... `lesson_13` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 """

@@ -235,3 +235,47 @@ def draw_double_buffering(tiles=4, load=None, math=None, store=None, barrier=Non
     fig.tight_layout()
     plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
+
+
+def draw_opcode_counts(counts, opcodes=None, title=None, xlabel='instructions in the whole kernel'):
+    """Instruction counts of kernel variants as a horizontal grouped bar chart: one group of bars per kind of
+    instruction, labelled with its opcode where `opcodes` names one, one bar per variant in the variant's colour, and
+    each bar's count written at its end.
+
+    counts: {variant: {kind of instruction: count}}, as notebook 07 makes with `opcode_counts` for each kernel (every
+    variant with the same kinds); opcodes: {kind of instruction: opcode}, such as notebook 07's `OPCODES['SASS']`.
+    The bar of a variant and a kind carries the gid 'VARIANT: KIND', and the count as its width, so that what is
+    drawn can be read back."""
+    import matplotlib.pyplot as plt
+    variants = list(counts)
+    if not variants: raise ValueError("no kernel variants to draw")
+    kinds = list(counts[variants[0]])
+    for variant in variants:
+        if list(counts[variant]) != kinds:
+            raise ValueError(f"{variant!r} counts {list(counts[variant])}, but {variants[0]!r} counts {kinds}: "
+                             "every variant needs the same kinds of instruction, in the same order")
+    opcodes = opcodes or {}
+    colours = plt.get_cmap('tab10').colors
+    bar_h = 0.8 / len(variants)
+    fig, ax = plt.subplots(figsize=(9.5, 1.2 + 0.32 * len(kinds) * (len(variants) + 0.6)))
+    top = max((counts[v][k] for v in variants for k in kinds), default=0) or 1
+    for j, variant in enumerate(variants):
+        for i, kind in enumerate(kinds):
+            n = counts[variant][kind]
+            y = i - 0.4 + bar_h * (j + 0.5)
+            bar = ax.barh(y, n, height=bar_h * 0.92, color=colours[j % len(colours)],
+                          label=variant if i == 0 else None)
+            bar.patches[0].set_gid(f'{variant}: {kind}')
+            ax.text(n + top * 0.01, y, str(n), va='center', ha='left', fontsize=9, gid=f'count: {variant}: {kind}')
+    ax.set_yticks(range(len(kinds)), [f'{kind}\n{opcodes[kind]}' if kind in opcodes else kind for kind in kinds],
+                  fontsize=9)
+    ax.set_ylim(len(kinds) - 0.5, -0.5)           # the first kind on top, as in the table
+    ax.set_xlim(0, top * 1.12)
+    ax.set_xlabel(xlabel)
+    ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=9, frameon=False)   # beside the bars, never on one
+    for side in ('top', 'right'): ax.spines[side].set_visible(False)
+    ax.grid(axis='x', color='0.9', lw=0.6); ax.set_axisbelow(True)
+    if title: ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
+    return fig

@@ -3,8 +3,8 @@
 Triton (`course.triton_matmul`) decides the layouts, the pipeline and the warps' roles itself. Gluon, shipped with
 Triton as `triton.experimental.gluon`, keeps Triton's Python front end but leaves those choices to the programmer:
 the kernel allocates its shared-memory stages, initialises and waits on mbarriers, issues TMA copies and wgmmas,
-and stores through shared memory with a TMA store, the same steps as notebook 12's CUDA C. Here one program of
-two warpgroups (8 warps) computes a 128 x 256 tile with 3 stages, as notebook 12's step 2 does with one warpgroup,
+and stores through shared memory with a TMA store, the same steps as notebook 13's CUDA C. Here one program of
+two warpgroups (8 warps) computes a 128 x 256 tile with 3 stages, as notebook 13's step 2 does with one warpgroup,
 and stores it as step 6 does. Where Gluon or a Hopper GPU is missing, `gluon_unavailable()` says why in one line.
 """
 import functools

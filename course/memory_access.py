@@ -8,7 +8,7 @@ every thread's global and shared accesses in order (`Trace.addresses`). From tha
 - puts each warp instruction back together (`warp_accesses`) and counts the 32-byte sectors it touches: the
   model of coalescing of notebook 03 and of the exercise checks (`course/exercises/coalescing.py`), drawn by
   `draw_coalescing`;
-- turns the memory counters that Nsight Compute reads into a table (`traffic_table`), for notebook 02's
+- turns the memory counters that Nsight Compute reads into a table (`traffic_table`), for notebook 07's
   measurement of what the L1 and L2 caches serve.
 
 The model of coalescing: a warp is 32 consecutive threads of a block, counted x first (threadIdx.x fastest,
@@ -324,7 +324,7 @@ def draw_coalescing(warp_accesses_, titles=None):
 # What Nsight Compute says each level of the memory served
 # --------------------------------------------------------------------------------------------------
 
-# The counters of notebook 02's measurement, and what each counts.
+# The counters of notebook 07's measurement, and what each counts.
 TRAFFIC_COUNTERS = {
     'gpu__time_duration.sum': 'kernel time (ns)',
     'l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum': 'sectors that global loads asked of the L1 cache',

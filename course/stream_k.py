@@ -26,14 +26,14 @@ them, and every block of the GPU does so at about the same moment, so they share
 it to the contributor and half to the finisher (per contributor). A stretch shorter than a unit starts inside one
 unit and ends inside the next, so its cluster typically pays both halves. Stream-K is used only where a stretch plus
 the hand-over is shorter than the whole unit the last round would otherwise take, and stretches are kept at least
-`MIN_STRETCH` stages long. `plan` is that rule; the launcher of notebook 12's step 8 applies the same rule with the
+`MIN_STRETCH` stages long. `plan` is that rule; the launcher of notebook 13's step 8 applies the same rule with the
 same numbers (formatted into its C++ from here).
 
 The hand-over's cost is a measurement, not a derivation. From the bytes alone (17 MB written, then read, through an
 L2 cache that moves a few TB/s, the writes partly hidden under other blocks' multiplies) it would be a few stages.
-On the H100, notebook 12's step 8 with that estimate (4
+On the H100, notebook 13's step 8 with that estimate (4
 stages) ended 4096³ about 9 µs (13 stages of 0.69 µs) after step 7, where this model said 2 stages before it; in
-the model that takes a hand-over of about 14 stages (another run ended about 8 stages later: about 10). Notebook 12's
+the model that takes a hand-over of about 14 stages (another run ended about 8 stages later: about 10). Notebook 13's
 section 5 measures it again at every run. `HANDOVER_STAGES` is 20, erring towards whole units: sharing where it does
 not pay cost 3 to 5% in those runs, while the cases the margin gives up would save at most 6 stages a round.
 """

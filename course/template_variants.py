@@ -44,7 +44,7 @@ extern "C" cudaError_t matmul(const {c_in}* A, const {c_in}* B, {c_out}* C, int 
 
 # Joined to LAUNCHER for a float32 kernel that can split K: given `copies` = splits blocks per tile, block b computes
 # tile b % tiles over piece b / tiles of K and writes its partial tile at C + piece x M x ldc, where ldc is N rounded
-# up to a multiple of 4 (notebook 10's every_shape), so that the workspace's rows start on 16 bytes.
+# up to a multiple of 4 (notebook 11's every_shape), so that the workspace's rows start on 16 bytes.
 SPLIT_K_LAUNCHER = r'''
 // The pieces K is cut into: at most `splits`, each a whole number of BK steps, none empty.
 extern "C" int pieces_of_k(int K, int splits) {{

@@ -57,7 +57,7 @@ def cpu_us_per_call(call, calls=200, warmup=20):
 
 
 # --------------------------------------------------------------------------------------------------
-# A fair comparison: every speed claim of the course (notebooks 10 and 12, bench/bench.py, the README)
+# A fair comparison: every speed claim of the course (notebooks 10 and 13, bench/bench.py, the README)
 # comes from `compare_fairly`, never from the run that picked a winner.
 # --------------------------------------------------------------------------------------------------
 
@@ -144,9 +144,10 @@ def compare_fairly(kernels, h, k, w, rounds=25, back_to_back=10, progress=True, 
 
 
 def describe_against(name, ours, reference_name, reference):
-    "One line: a kernel's spread, its median over the reference's, and the verdict of `verdict`."
-    return (f"{name}: {ours}, {ours.median / reference.median:.2f}x {reference_name}'s time "
-            f"({reference_name} {reference}): {verdict(ours, reference)}")
+    """Two lines: a kernel's median over the reference's and the verdict of `verdict`; then, indented, both spreads
+    (short enough not to wrap in a notebook's output)."""
+    return (f"{name}: {ours.median / reference.median:.2f}x {reference_name}'s time: {verdict(ours, reference)}\n"
+            f"    {ours}, against {reference}")
 
 
 def gpu_clocks(gpu=0):

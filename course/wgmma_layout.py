@@ -1,7 +1,7 @@
 """Where TMA puts a tile in shared memory, and where wgmma reads it: a model of the two, to check a matrix descriptor on a CPU.
 
 TMA with the 128-byte swizzle writes a box of rows of 128 bytes: element (row, col) lands at byte
-`row * 128 + col * size`, with its 16-byte chunk XOR-ed by `row % 8` (notebook 11's swizzle, done by the copy
+`row * 128 + col * size`, with its 16-byte chunk XOR-ed by `row % 8` (notebook 12's swizzle, done by the copy
 engine). wgmma finds each element of its operands from a *matrix descriptor*: a start address and two strides,
 LBO (leading-dimension byte offset) and SBO (stride-dimension byte offset), read against one of a few canonical
 layouts (PTX ISA, "Shared memory matrix layout"). With the 128-byte swizzle, in bytes before the swizzle:
@@ -46,7 +46,7 @@ def wgmma_offset(mn, k, major, leading_bytes, stride_bytes, start=0, element_byt
 
 
 def b_stage_offset(k, n, bk=64, element_bytes=2):
-    "Where the B stage of notebook 12's kernels holds B's row k, column n: boxes of 64 columns x bk rows, one after another, each written by TMA."
+    "Where the B stage of notebook 13's kernels holds B's row k, column n: boxes of 64 columns x bk rows, one after another, each written by TMA."
     per_row = SWIZZLE_BYTES // element_bytes
     box, col = divmod(n, per_row)
     return box * bk * SWIZZLE_BYTES + tma_offset(k, col, element_bytes)

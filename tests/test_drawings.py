@@ -178,3 +178,48 @@ def test_double_buffering_drawing_draws_the_model_s_events():
     assert len(set(rows.values())) == 4
     assert rows[2, 'math'] == rows[2, 'store'] == rows[2, 'barrier'] != rows[2, 'load'] != rows[1, 'load']
     assert len(ax.get_legend().get_texts()) == 4
+
+
+# ---- instruction counts (notebook 07) ----
+
+from course.drawings import draw_opcode_counts  # noqa: E402
+
+# notebook 07's SASS counts on an H100 (sm_90, nvcc 13.0), and made-up ones with more variants and a PTX kind
+OPCODE_COUNTS = [
+    ({'runtime tw (05)': {'fused multiply-add': 31, 'shared-memory load, 32-bit': 62, 'shared-memory load, 128-bit': 0,
+                          'branch': 13, 'integer multiply-add (index arithmetic)': 39},
+      'template tw=16 (07)': {'fused multiply-add': 16, 'shared-memory load, 32-bit': 16, 'shared-memory load, 128-bit': 4,
+                              'branch': 3, 'integer multiply-add (index arithmetic)': 8}},
+     {'fused multiply-add': 'FFMA', 'shared-memory load, 32-bit': 'LDS', 'shared-memory load, 128-bit': 'LDS.128',
+      'branch': 'BRA', 'integer multiply-add (index arithmetic)': 'IMAD'}),
+    ({'a': {'fma': 7, 'bra': 0}, 'b': {'fma': 70, 'bra': 2}, 'c': {'fma': 1, 'bra': 1}}, {'fma': 'fma.rn.f32'}),
+]
+
+
+@pytest.mark.parametrize('counts, opcodes', OPCODE_COUNTS, ids=['notebook 07', 'three variants'])
+def test_opcode_chart_bars_are_the_counts_passed_in(counts, opcodes):
+    fig = draw_opcode_counts(counts, opcodes, title='counts')
+    ax = fig.axes[0]
+    bars = {p.get_gid(): p for p in ax.patches if p.get_gid()}
+    expected = {f'{variant}: {kind}': n for variant, per_kind in counts.items() for kind, n in per_kind.items()}
+    assert set(bars) == set(expected)
+    for gid, n in expected.items():
+        assert bars[gid].get_width() == n and bars[gid].get_x() == 0
+    labels = {t.get_gid(): t.get_text() for t in ax.texts if t.get_gid()}
+    assert labels == {f'count: {gid}': str(n) for gid, n in expected.items()}
+    # one group per kind, labelled with the kind and its opcode; a variant's bars share one colour, and no other's
+    kinds = list(next(iter(counts.values())))
+    assert [t.get_text() for t in ax.get_yticklabels()] == [f'{k}\n{opcodes[k]}' if k in opcodes else k for k in kinds]
+    for i, kind in enumerate(kinds):
+        ys = [bars[f'{variant}: {kind}'].get_y() for variant in counts]
+        assert all(i - 0.5 < y < i + 0.5 for y in ys) and ys == sorted(ys)
+    colours = {variant: {bars[f'{variant}: {kind}'].get_facecolor() for kind in kinds} for variant in counts}
+    assert all(len(c) == 1 for c in colours.values()) and len({c.pop() for c in colours.values()}) == len(counts)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(counts)
+
+
+def test_opcode_chart_refuses_variants_that_count_different_kinds():
+    with pytest.raises(ValueError):
+        draw_opcode_counts({'a': {'fma': 1, 'bra': 2}, 'b': {'fma': 1}})
+    with pytest.raises(ValueError):
+        draw_opcode_counts({})

@@ -24,7 +24,7 @@ MISSING_THINGS = r'GPU|nvcc|cuobjdump|compute-sanitizer|ncu|SASS'
 
 
 def test_every_lesson_notebook_has_at_least_two_exercises():
-    lessons = sorted(p.name[:2] for p in (ROOT / 'notebooks').glob('[0-9]*.ipynb') if p.name[:2] <= '12')
+    lessons = sorted(p.name[:2] for p in (ROOT / 'notebooks').glob('[0-9]*.ipynb') if p.name[:2] <= '13')
     assert NOTEBOOKS == lessons
     for nb in NOTEBOOKS: assert sum(i.startswith(nb + '.') for i in IDS) >= 2, nb
 
@@ -115,8 +115,8 @@ def test_a_syntax_error_in_one_notebook_leaves_the_others_checked(tmp_path):
 
 def test_code_that_ends_the_process_itself_does_not_pass(tmp_path):
     "os._exit(0) in a notebook's code ends the check's process with status 0: the command must still say 'not passed'."
-    folder = exercises_with_cell_edited(tmp_path, '12.1', lambda source: source + '\nimport os\nos._exit(0)\n')
-    run = run_cli('12.1', env={'COURSE_EXERCISE_DIR': str(folder)})
+    folder = exercises_with_cell_edited(tmp_path, '13.1', lambda source: source + '\nimport os\nos._exit(0)\n')
+    run = run_cli('13.1', env={'COURSE_EXERCISE_DIR': str(folder)})
     assert run.returncode == 1, run.stdout + run.stderr
     assert 'The check ended before its verdict' in run.stdout and 'os._exit' in run.stdout, run.stdout
 

@@ -1,4 +1,4 @@
-"""Every GPU kernel of notebooks 10-12 stays right when captured once in a CUDA graph and replayed on new inputs
+"""Every GPU kernel of notebooks 10-13 stays right when captured once in a CUDA graph and replayed on new inputs
 (notebook 09 teaches the pattern: copy new values into the captured tensors, replay, read the captured output),
 and step 8 (stream-K) stays right, and gives the same bits, on two streams at once and while another stream's
 kernel holds multiprocessors. On a CPU-only machine these tests skip, with their reason."""
@@ -12,7 +12,7 @@ from course.cuda_toolkit import hopper_available
 from course.reduced_precision import check_graph_replays, error_against_float64, random_inputs
 from utils import import_notebook
 
-nb10, nb11, nb12 = import_notebook('10'), import_notebook('11'), import_notebook('12')
+nb10, nb11, nb12, nb13 = (import_notebook(n) for n in ('10', '11', '12', '13'))
 hopper = pytest.mark.skipif(not hopper_available(), reason="needs a Hopper GPU (compute capability 9.0)")
 
 
@@ -22,8 +22,8 @@ def replays_stay_right(fn, h, k, w, precision):
 
 def fp32_kernels():
     kernels = {name: fn for name, fn in nb10.ladder().items() if not name.startswith('07')}
-    kernels['every shape, warp tile'] = nb10.every_shape(**nb10.WARP_TILE)
-    kernels['every shape, split-K x 4'] = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 4)
+    kernels['every shape, warp tile'] = nb11.every_shape(**nb10.WARP_TILE)
+    kernels['every shape, split-K x 4'] = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 4)
     kernels['Numba twin'] = nb10.matmul_numba_warptiled
     return kernels
 
@@ -37,9 +37,9 @@ def test_notebook_10_kernels_replay_right(name, h, k, w):
 
 @gpu
 @pytest.mark.parametrize('precision', ['bf16', 'tf32'])
-@pytest.mark.parametrize('step', list(nb11.LADDER_STEPS))
+@pytest.mark.parametrize('step', list(nb12.LADDER_STEPS))
 def test_notebook_11_kernels_replay_right(step, precision):
-    replays_stay_right(nb11.tensor_core(step, precision), 1000, 304, 704, precision)
+    replays_stay_right(nb12.tensor_core(step, precision), 1000, 304, 704, precision)
 
 
 STREAM_K_SHAPES = [(256, 8192, 4096),     # 16 long units, shared by every cluster
@@ -48,35 +48,35 @@ STREAM_K_SHAPES = [(256, 8192, 4096),     # 16 long units, shared by every clust
 
 
 @hopper
-@pytest.mark.parametrize('step', list(nb12.HOPPER_STEPS))
+@pytest.mark.parametrize('step', list(nb13.HOPPER_STEPS))
 def test_notebook_12_steps_replay_right(step):
-    kernel = nb12.HopperMatmul(step)
+    kernel = nb13.HopperMatmul(step)
     for h, k, w in STREAM_K_SHAPES[:2] + [(300, 1000, 264)]:    # the last: rows TMA cannot copy (the fallback)
         replays_stay_right(kernel, h, k, w, 'bf16')
 
 
 @hopper
 def test_step_8_shares_k_on_the_shapes_replayed():
-    kernel = nb12.HopperMatmul('streamk')
+    kernel = nb13.HopperMatmul('streamk')
     assert all(kernel.launch_plan(h, k, w)[2] > 0 for h, k, w in STREAM_K_SHAPES)
 
 
 @hopper
 def test_step_8_replays_right_with_a_measured_hand_over():
-    replays_stay_right(nb12.HopperMatmul('streamk', HANDOVER=4), 4096, 4096, 4096, 'bf16')
+    replays_stay_right(nb13.HopperMatmul('streamk', HANDOVER=4), 4096, 4096, 4096, 'bf16')
 
 
 @hopper
 def test_gluon_kernel_replays_right():
     from course.gluon_matmul import gluon_unavailable
     if gluon_unavailable(): pytest.skip(gluon_unavailable())
-    replays_stay_right(nb12.matmul_gluon, 1000, 304, 704, 'bf16')
+    replays_stay_right(nb13.matmul_gluon, 1000, 304, 704, 'bf16')
 
 
 def step_8_workspace_counters(kernel, stream):
     "The counters of the workspace step 8 keeps for `stream` on GPU 0."
     module = kernel.kernel.build()._module
-    work = nb12.STREAM_K_WORKSPACES[0, stream.cuda_stream, module.path]
+    work = nb13.STREAM_K_WORKSPACES[0, stream.cuda_stream, module.path]
     return work[:module.workspace_size(1)]
 
 
@@ -85,7 +85,7 @@ def step_8_workspace_counters(kernel, stream):
 def test_step_8_on_two_streams_at_once_gives_the_same_bits(h, k, w):
     """Two streams, each with inputs of its own, launch step 8 back to back at the same time: each result has the
     bits of the same product run alone, and every counter is back at 0 once they are done."""
-    kernel = nb12.HopperMatmul('streamk')
+    kernel = nb13.HopperMatmul('streamk')
     inputs = [random_inputs(h, k, w, 'bf16', seed=s) for s in (3, 4)]
     alone = [kernel(m, n) for m, n in inputs]
     torch.cuda.synchronize()
@@ -104,7 +104,7 @@ def test_step_8_on_two_streams_at_once_gives_the_same_bits(h, k, w):
 @hopper
 def test_step_8_from_two_threads_at_once():
     "Two Python threads, each on a stream of its own, call step 8 at once: every result right, no hang."
-    kernel = nb12.HopperMatmul('streamk')
+    kernel = nb13.HopperMatmul('streamk')
     h, k, w = STREAM_K_SHAPES[0]
     inputs = [random_inputs(h, k, w, 'bf16', seed=s) for s in (5, 6)]
     alone = [kernel(m, n) for m, n in inputs]
@@ -128,7 +128,7 @@ def test_step_8_while_another_product_holds_multiprocessors():
     """A large product on another stream, launched first, holds multiprocessors while step 8 starts, so step 8's
     clusters start at different times and a cluster other than a unit's first may come last and finish it: the
     bits stay those of a run alone, and nothing waits for a cluster that cannot start."""
-    kernel = nb12.HopperMatmul('streamk')
+    kernel = nb13.HopperMatmul('streamk')
     m, n = random_inputs(*STREAM_K_SHAPES[0], 'bf16', seed=7)
     alone = kernel(m, n)
     big = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)

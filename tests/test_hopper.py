@@ -1,4 +1,4 @@
-"""Notebook 12's Hopper kernels (TMA, wgmma, mbarrier pipelines, warp specialization, persistent clusters) and the
+"""Notebook 13's Hopper kernels (TMA, wgmma, mbarrier pipelines, warp specialization, persistent clusters) and the
 model of where TMA puts a tile and wgmma reads it.
 
 On a CPU-only machine every step is compiled for sm_90a by nvcc, and the layout model is checked against the
@@ -17,7 +17,7 @@ from course.wgmma_layout import (a_stage_offset, b_stage_offset, descriptor, des
                                  tma_offset, wgmma_offset)
 from utils import import_notebook, nvcc_available
 
-nb = import_notebook('12')
+nb = import_notebook('13')
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
 hopper = pytest.mark.skipif(not hopper_available(), reason="needs a Hopper GPU (compute capability 9.0)")
 
@@ -200,7 +200,7 @@ def test_profile_hopper_reads_each_kernel_in_a_fresh_process(monkeypatch):
     assert list(profiles) == list(nb.PROFILED) and set(nb.PROFILED) == {*nb.HOPPER_STEPS, 'order5'}
     assert [regex for _, regex, _ in runs] == ['tma_wgmma|specialized'] * len(nb.PROFILED)
     snippets = dict(zip(nb.PROFILED, (snippet for snippet, _, _ in runs)))
-    assert "import_notebook('12')" in snippets['store'] and "nb.HopperMatmul('store')(m, n)" in snippets['store']
+    assert "import_notebook('13')" in snippets['store'] and "nb.HopperMatmul('store')(m, n)" in snippets['store']
     assert "nb.HopperMatmul('persistent', GROUP=16)(m, n)" in snippets['order5']
     assert "random_inputs(*(128, 64, 256), 'bf16')" in snippets['store'] and runs[0][2] == list(nb.HOPPER_COUNTERS.values())
     counters = nb.HOPPER_COUNTERS

@@ -1,4 +1,4 @@
-"""Notebook 10's register-tiled kernels, autotuner and Numba twin, from its `#| export` cells.
+"""Notebooks 10 and 11: the register-tiled kernels, the autotuner and the Numba twin (10), the every-shape kernel (11), from their `#| export` cells.
 
 On a CPU-only machine (CI) every CUDA C variant is still compiled by nvcc, and the Numba twin runs in
 Numba's simulator; on a GPU every variant runs against torch on the course's shapes and bad inputs."""
@@ -10,14 +10,14 @@ from conftest import assert_matches_torch, gpu
 from course.correctness import bad_matmul_inputs
 from utils import LECTURE_AND_AWKWARD_SHAPES, SMALL_AWKWARD_SHAPES, import_notebook, nvcc_available
 
-nb10 = import_notebook('10')
+nb10, nb11 = import_notebook('10'), import_notebook('11')
 STEPS = {name: fn for name, fn in nb10.ladder().items() if not name.startswith('07')}
 # Shapes that reach every path: edge tiles in M, N and K; widths that are not multiples of 4 (no float4);
 # 1 x K and K x 1; and a K that is a multiple of 4 but not of the tile's BK.
 SHAPES = LECTURE_AND_AWKWARD_SHAPES + ((129, 68, 260), (257, 1020, 131), (2, 3, 4))
 # Every wrapper the GPU tests call: the five steps, the autotuned kernel, the every-shape kernel (model-tuned, split-K
 # where the model says) and the Numba twin.
-WRAPPERS = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'every shape': nb10.matmul_fp32,
+WRAPPERS = {**STEPS, 'autotuned': nb10.matmul_autotuned, 'every shape': nb11.matmul_fp32,
             'Numba twin': nb10.matmul_numba_warptiled}
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
 
@@ -34,9 +34,9 @@ def test_every_variant_compiles():
 @needs_nvcc
 def test_every_shape_variant_compiles():
     "Every tile shape of the every-shape kernel compiles, for aligned rows and not (two kernels in each library)."
-    nb10.compile_all(nb10.EVERY_SHAPE_SPACE)
-    assert len(nb10.EVERY_SHAPE_SPACE) > len(nb10.SEARCH_SPACE) // 2     # every double-buffered tile, and more
-    source = nb10.EVERY_SHAPE_SPACE[0].source
+    nb10.compile_all(nb11.EVERY_SHAPE_SPACE)
+    assert len(nb11.EVERY_SHAPE_SPACE) > len(nb10.SEARCH_SPACE) // 2     # every double-buffered tile, and more
+    source = nb11.EVERY_SHAPE_SPACE[0].source
     assert 'every_shape<' in source and ', true>' in source and ', false>' in source   # both instantiations
 
 
@@ -50,12 +50,12 @@ def test_search_space_is_well_formed():
 
 def test_min_blocks_follow_threads_and_outputs():
     "64 outputs a thread: 2 blocks of 256 threads or 3 of 128; 128 outputs: 1; a tile may name its own."
-    for v in nb10.EVERY_SHAPE_SPACE:
+    for v in nb11.EVERY_SHAPE_SPACE:
         outputs = v.params['WM'] * v.params['WN'] // 32
         assert v.params['MIN_BLOCKS'] == ({256: 2, 128: 3}[v.threads] if outputs == 64 else 1), repr(v)
     tile = dict(BM=128, BN=64, BK=16, WM=32, WN=64, WMITER=1, TM=8, TN=4)
-    assert nb10.every_shape(**tile).params['MIN_BLOCKS'] == 3 and nb10.every_shape(**tile, MIN_BLOCKS=2).params['MIN_BLOCKS'] == 2
-    assert '128, 2, 8, false>' in nb10.every_shape(**tile, MIN_BLOCKS=2).source
+    assert nb11.every_shape(**tile).params['MIN_BLOCKS'] == 3 and nb11.every_shape(**tile, MIN_BLOCKS=2).params['MIN_BLOCKS'] == 2
+    assert '128, 2, 8, false>' in nb11.every_shape(**tile, MIN_BLOCKS=2).source
 
 
 def test_loads_per_fma_fall_step_by_step():
@@ -79,7 +79,7 @@ def test_every_search_space_variant_matches_torch():
     for h, k, w in ((300, 68, 260), (129, 3, 5), (257, 1021, 263)):    # the last: unaligned rows, tiles wholly inside
         m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
         ref = (m.double() @ n.double()).float()
-        for v in nb10.SEARCH_SPACE + nb10.EVERY_SHAPE_SPACE: torch.testing.assert_close(v(m, n), ref, rtol=1e-4, atol=1e-3, msg=repr(v))
+        for v in nb10.SEARCH_SPACE + nb11.EVERY_SHAPE_SPACE: torch.testing.assert_close(v(m, n), ref, rtol=1e-4, atol=1e-3, msg=repr(v))
 
 
 @gpu
@@ -105,7 +105,7 @@ def test_wrappers_reject_bad_input(name):
 @gpu
 def test_both_instantiations_fit_the_same_blocks_per_multiprocessor():
     "The unaligned kernel of each every-shape variant runs as many blocks at once as the aligned one (MIN_BLOCKS sees to it)."
-    for v in nb10.EVERY_SHAPE_SPACE:
+    for v in nb11.EVERY_SHAPE_SPACE:
         aligned, unaligned = v.resources(True), v.resources(False)
         assert unaligned['blocks_per_sm'] == aligned['blocks_per_sm'] >= 1, (repr(v), aligned, unaligned)
 
@@ -148,7 +148,7 @@ SPLIT_TILES = (nb10.WARP_TILE, dict(BM=64, BN=128, BK=8, WM=32, WN=64, WMITER=1,
 def test_every_shape_kernel_matches_float64_with_k_in_pieces(splits):
     torch.backends.cuda.matmul.allow_tf32 = False
     for tile in SPLIT_TILES:
-        fn = nb10.SplitK(nb10.every_shape(**tile), splits)
+        fn = nb11.SplitK(nb11.every_shape(**tile), splits)
         for h, k, w in SPLIT_SHAPES:
             m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
             ref = (m.double() @ n.double()).float()
@@ -158,7 +158,7 @@ def test_every_shape_kernel_matches_float64_with_k_in_pieces(splits):
 @gpu
 def test_padded_copies_match_float64_and_keep_aligned_shapes_as_they_are():
     torch.backends.cuda.matmul.allow_tf32 = False
-    fn = nb10.Padded(nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 2))
+    fn = nb11.Padded(nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 2))
     for h, k, w in SPLIT_SHAPES + ((64, 64, 64),):
         m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
         out = fn(m, n)
@@ -176,7 +176,7 @@ def test_every_shape_main_loop_touches_no_local_memory(tile):
     from course.disassembly import cuda_disassembly, kernel_listing
     if not cuda_tool('cuobjdump'): pytest.skip("needs cuobjdump")
     params = nb10.WARP_TILE if tile == 'step 5' else dict(BM=128, BN=256, BK=16, WM=64, WN=64, WMITER=1, TM=8, TN=4)
-    disassembly = cuda_disassembly(nb10.every_shape(**params).source)
+    disassembly = cuda_disassembly(nb11.every_shape(**params).source)
     assert disassembly[0] == 'SASS'
     for aligned in ('Lb1EE', 'Lb0EE'):                         # the mangled ALIGNED = true and false
         lines = kernel_listing(disassembly, aligned).splitlines()
@@ -192,7 +192,7 @@ def test_every_shape_main_loop_touches_no_local_memory(tile):
 def test_moved_edge_tiles_give_the_bits_of_whole_tiles(splits, w):
     "The last row and column of tiles move back inside C: their outputs have the bits the same product gives on a C of whole tiles."
     import torch.nn.functional as F
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), splits)          # 128 x 128 tiles: 1000 = 7 x 128 + 104
+    fn = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), splits)          # 128 x 128 tiles: 1000 = 7 x 128 + 104
     m, n = torch.randn(1000, 300, device='cuda'), torch.randn(300, w, device='cuda')
     whole = fn(F.pad(m, (0, 0, 0, 24)), F.pad(n, (0, 1024 - w)))           # 1024 x 1024: no tile moves
     assert torch.equal(fn(m, n), whole[:1000, :w])
@@ -204,7 +204,7 @@ def piece_by_piece(fn, m, n):
     k, bk = m.shape[1], fn.params['BK']
     steps, pieces = -(-k // bk), fn.pieces(k)
     per_piece = -(-steps // pieces) * bk
-    one = nb10.SplitK(fn.variant, 1)
+    one = nb11.SplitK(fn.variant, 1)
     parts = [one(m[:, a:a + per_piece].contiguous(), n[a:a + per_piece].contiguous()) for a in range(0, k, per_piece)]
     assert len(parts) == pieces
     total = parts[0]
@@ -220,7 +220,7 @@ def test_split_k_adds_the_pieces_in_their_order_every_run(tile):
     torch.manual_seed(0)
     for splits, (h, k, w) in ((3, (777, 1234, 999)), (8, (256, 2048, 512)), (5, (130, 77, 260)), (2, (1, 999, 5)),
                               (16, (70, 4096, 1031))):
-        fn = nb10.SplitK(nb10.every_shape(**tile), splits)
+        fn = nb11.SplitK(nb11.every_shape(**tile), splits)
         m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
         expected = piece_by_piece(fn, m, n)
         for _ in range(5): assert torch.equal(fn(m, n), expected), f"{fn} on {h}x{k}x{w}"
@@ -229,7 +229,7 @@ def test_split_k_adds_the_pieces_in_their_order_every_run(tile):
 @gpu
 def test_split_k_on_two_streams_at_once():
     "Calls on two streams, which may run at the same time, each get their own product (and workspace)."
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 6)
+    fn = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 6)
     pairs = [(torch.randn(256, 4096, device='cuda'), torch.randn(4096, 512, device='cuda')) for _ in range(2)]
     expected = [fn(m, n) for m, n in pairs]
     streams = [torch.cuda.Stream() for _ in pairs]
@@ -245,7 +245,7 @@ def test_split_k_on_two_streams_at_once():
 @gpu
 def test_split_k_in_a_cuda_graph():
     "Captured in a CUDA graph (the launches go to the capturing stream) and replayed on new inputs, the product stays right."
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 4)
+    fn = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 4)
     m, n = torch.randn(300, 2048, device='cuda'), torch.randn(2048, 500, device='cuda')
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
@@ -267,7 +267,7 @@ def test_split_k_keeps_a_workspace_per_stream_and_only_small_ones(monkeypatch):
     WORKSPACE_KEPT_BYTES is allocated for its call and not kept."""
     from course import template_variants
     from course.cuda_library import current_stream_handle
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 4)
+    fn = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 4)
     key = (torch.cuda.current_device(), current_stream_handle())
     def run(h, k, w):
         m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
@@ -289,24 +289,24 @@ def test_matmul_fp32_rejects_bad_inputs_of_a_shape_it_has_tuned():
     "A shape seen before goes straight to its candidate, which must still refuse what check_matmul_inputs refuses."
     h, k, w = 96, 200, 72
     m, n = torch.randn(h, k, device='cuda'), torch.randn(k, w, device='cuda')
-    torch.testing.assert_close(nb10.matmul_fp32(m, n), (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3)
-    assert (h, k, w) in nb10.FP32_TUNED
+    torch.testing.assert_close(nb11.matmul_fp32(m, n), (m.double() @ n.double()).float(), rtol=1e-4, atol=2e-3)
+    assert (h, k, w) in nb11.FP32_TUNED
     for bad_m, bad_n in ((m.double(), n), (m.cpu(), n), (m, torch.randn(w, k, device='cuda').t()),
                          (torch.randn(h, k, 3, device='cuda'), n), (m.cpu().numpy(), n), (m, n.half())):
-        with pytest.raises((ValueError, TypeError)): nb10.matmul_fp32(bad_m, bad_n)
+        with pytest.raises((ValueError, TypeError)): nb11.matmul_fp32(bad_m, bad_n)
 
 
 @gpu
 def test_pieces_of_k_are_whole_steps_and_never_empty():
-    fn = nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 16)      # BK = 16
+    fn = nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 16)      # BK = 16
     assert fn.pieces(16) == 1 and fn.pieces(17) == 2 and fn.pieces(40) == 3 and fn.pieces(8192) == 16
-    assert nb10.SplitK(nb10.every_shape(**nb10.WARP_TILE), 3).pieces(17 * 16) == 3   # 6 + 6 + 5 steps
+    assert nb11.SplitK(nb11.every_shape(**nb10.WARP_TILE), 3).pieces(17 * 16) == 3   # 6 + 6 + 5 steps
 
 
 @gpu
 def test_model_tuned_kernel_is_kept_on_disk(tmp_path):
     "A second look-up of a shape reads the file: the same candidate, without timing again."
     path = tmp_path / 'tuning.json'
-    first = nb10.tuned_fp32(300, 1000, 200, path=path, progress=False)
-    again = nb10.tuned_fp32(300, 1000, 200, path=path, progress=False)
-    assert again is first and path.exists() and first in nb10.FP32_CANDIDATES
+    first = nb11.tuned_fp32(300, 1000, 200, path=path, progress=False)
+    again = nb11.tuned_fp32(300, 1000, 200, path=path, progress=False)
+    assert again is first and path.exists() and first in nb11.FP32_CANDIDATES

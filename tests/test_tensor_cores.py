@@ -1,9 +1,9 @@
-"""Notebook 11's tensor-core kernels (WMMA, mma.sync, ldmatrix, cp.async pipeline) in bf16 and TF32, from its
+"""Notebook 12's tensor-core kernels (WMMA, mma.sync, ldmatrix, cp.async pipeline) in bf16 and TF32, from its
 `#| export` cells.
 
 On a CPU-only machine (CI) every CUDA C variant, the ladder and the autotuner's whole search space, is compiled by
 nvcc. On a GPU with tensor cores (sm_80 or newer) every step runs against float64 on awkward shapes, rejects bad
-input, and its fragments, as the CUDA C loads them, are compared with the Python model of notebook 11."""
+input, and its fragments, as the CUDA C loads them, are compared with the Python model of notebook 12."""
 import numpy as np
 import pytest
 import torch
@@ -15,7 +15,7 @@ from course.tensor_core_fragments import M16N8K8, M16N8K16, round_to_tf32, to_re
 from utils import import_notebook, nvcc_available
 from course.cuda_toolkit import tensor_cores_available
 
-nb = import_notebook('11')
+nb = import_notebook('12')
 needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CUDA compiler")
 tensor_cores = pytest.mark.skipif(not tensor_cores_available(), reason="needs a GPU of compute capability 8.0 or newer")
 LADDER = {f'{step} {precision}': nb.tensor_core(step, precision) for precision in nb.PRECISIONS for step in nb.STEPS}
@@ -81,7 +81,7 @@ def test_bad_input_is_rejected(precision):
 
 
 # One warp loads the fragments of the first 16-row piece of a shared A tile and the first two 8-column tiles of a
-# shared B tile (rows of 128 bytes), with either loader of notebook 11, and writes each lane's registers out.
+# shared B tile (rows of 128 bytes), with either loader of notebook 12, and writes each lane's registers out.
 FRAGMENT_DUMP = r'''
 template <class P, class F, bool SWIZZLE>
 __global__ void dump_fragments(const typename P::In* A, const typename P::In* B, int* a_out, int* b_out) {
@@ -163,12 +163,12 @@ def test_profile_steps_reads_each_steps_own_kernel_in_a_fresh_process(monkeypatc
     assert profiles == {'wmma': {'c': 1}, 'pipelined': {'c': 2}}
     assert [regex for _, regex, _ in runs] == ['wmma_tiled', 'mma_pipelined']
     snippet = runs[1][0]
-    assert "import_notebook('11')" in snippet and "random_inputs(*(64, 32, 16), 'tf32')" in snippet
+    assert "import_notebook('12')" in snippet and "random_inputs(*(64, 32, 16), 'tf32')" in snippet
     assert "nb.tensor_core('pipelined', 'tf32')(m, n)" in snippet and runs[1][2] == nb.NOTEBOOK_DIR.parent
 
 
 def test_print_resources_reads_through_the_getter_it_is_given(capsys):
-    "One table for notebooks 11 and 12: each kernel's resources come from the getter (a kernel's own by default)."
+    "One table for notebooks 12 and 13: each kernel's resources come from the getter (a kernel's own by default)."
     class Kernel:
         def __init__(self, registers, local): self.r = dict(registers=registers, local_bytes=local, shared_kib=32.0, threads=128, blocks_per_sm=2)
         def resources(self): return self.r

@@ -93,3 +93,11 @@ def test_cpu_us_per_call_counts_the_cpu_s_work_not_the_gpu_s():
     start = time.perf_counter()
     assert cpu_us_per_call(busy_gpu, calls=20, warmup=1) < 200
     assert time.perf_counter() - start > 20e-3                    # but the GPU's 21 calls were waited for
+
+
+def test_a_comparison_is_told_in_two_short_lines():
+    from course.timing import Spread, describe_against
+    ours, ref = Spread(2.065, 2.064, 2.066, ()), Spread(2.555, 2.555, 2.556, ())
+    first, second = describe_against('Numba, constant tw, unsigned indices (09)', ours, 'template tw=16 (07)', ref).split('\n')
+    assert first == "Numba, constant tw, unsigned indices (09): 0.81x template tw=16 (07)'s time: faster"
+    assert second == "    2.065 ms (middle half 2.064-2.066), against 2.555 ms (middle half 2.555-2.556)"

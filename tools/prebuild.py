@@ -2,14 +2,14 @@
 
     python tools/prebuild.py [--workers N] [--extensions]
 
-Notebooks 10 to 13 and `bench/bench.py` compile their kernels when they first need them, one after another: on a
-fresh machine notebook 13 spends minutes compiling before it times anything. This compiles notebook 10's search
-space, its every-shape kernels and ladder, notebook 11's tensor-core search spaces and notebook 12's Hopper steps all
+Notebooks 10 to 14 and `bench/bench.py` compile their kernels when they first need them, one after another: on a
+fresh machine notebook 14 spends minutes compiling before it times anything. This compiles notebook 10's search
+space, its every-shape kernels and ladder, notebook 12's tensor-core search spaces and notebook 13's Hopper steps all
 at once, on every CPU core (a bar shows the progress), into the compile cache that the notebooks read
 (`$COURSE_CUDA_CACHE`, else ~/.cache/cuda-course). Variants already in the cache cost nothing. It needs nvcc, not a
-GPU: without a GPU the kernels are compiled for an H100 (sm_90; notebook 12's steps for sm_90a), which a machine
+GPU: without a GPU the kernels are compiled for an H100 (sm_90; notebook 13's steps for sm_90a), which a machine
 with an H100 then finds in the cache. `--extensions` also builds the lecture-style torch extensions of notebooks 01 and
-05 to 07 that notebook 13 times (those need a GPU).
+05 to 07 that notebook 14 times (those need a GPU).
 """
 import argparse, sys, time
 from pathlib import Path
@@ -19,12 +19,12 @@ if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))      # the course's 
 
 
 def course_variants():
-    "Every TemplateVariant notebooks 10 to 12 export for their timings, each once."
+    "Every TemplateVariant notebooks 10 to 13 export for their timings, each once."
     from utils import import_notebook
-    nb10, nb11, nb12 = (import_notebook(n) for n in ('10', '11', '12'))
-    variants = [*nb10.SEARCH_SPACE, *nb10.EVERY_SHAPE_SPACE, *(k for k in nb10.ladder().values() if hasattr(k, 'build')),
-                *nb11.search_space('bf16'), *nb11.search_space('tf32'), nb12.MMA_SYNC_FALLBACK,
-                *(h.kernel for h in nb12.hopper_ladder().values())]
+    nb10, nb11, nb12, nb13 = (import_notebook(n) for n in ('10', '11', '12', '13'))
+    variants = [*nb10.SEARCH_SPACE, *nb11.EVERY_SHAPE_SPACE, *(k for k in nb10.ladder().values() if hasattr(k, 'build')),
+                *nb12.search_space('bf16'), *nb12.search_space('tf32'), nb13.MMA_SYNC_FALLBACK,
+                *(h.kernel for h in nb13.hopper_ladder().values())]
     unique = {}
     for v in variants: unique.setdefault(v.source, v)          # the same source is one compile
     return list(unique.values())
@@ -33,7 +33,7 @@ def course_variants():
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--workers', type=int, default=None, help='parallel compiles (default: one per CPU core)')
-    ap.add_argument('--extensions', action='store_true', help="also build notebook 13's torch extensions (needs a GPU)")
+    ap.add_argument('--extensions', action='store_true', help="also build notebook 14's torch extensions (needs a GPU)")
     a = ap.parse_args(argv)
     from course.autotune import compile_all
     start = time.perf_counter()
@@ -42,7 +42,7 @@ def main(argv=None):
     print(f"compiled (or found in the cache) in {compile_all(variants, workers=a.workers):.0f} s", flush=True)
     if a.extensions:
         from utils import import_notebook
-        import_notebook('13').all_kernels()
+        import_notebook('14').all_kernels()
         print(f"and the torch extensions: {time.perf_counter() - start:.0f} s in all")
     return 0
 

@@ -6,7 +6,7 @@ what to look for. Datasheet figures, arithmetic and targets may stay in prose: `
 unit (the reviewed constants).
 
     python tools/prose_numbers.py            # a line per notebook
-    python tools/prose_numbers.py -v 12      # and every measured quantity of notebook 12, with its cell
+    python tools/prose_numbers.py -v 12      # and every measured quantity of notebook 13, with its cell
 """
 import json, re, sys
 from pathlib import Path

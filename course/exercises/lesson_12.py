@@ -1,426 +1,260 @@
-"""The exercises of notebook 12: how many bytes a stage's `full` barrier expects, the strides of the wgmma
-descriptor of B's stage, and the pieces of one cluster's stretch in step 8's stream-K. All are checked on a CPU,
-against the course's models of the kernels of notebook 12: course/mbarrier_pipeline.py (the mbarrier and the TMA
-pipeline on full/empty barriers), course/wgmma_layout.py (where TMA writes a tile, where a wgmma descriptor reads
-it) and course/stream_k.py (who multiplies which stages of the last round)."""
-from ..mbarrier_pipeline import PipelineRace, PipelineStuck, simulate
-from ..stream_k import piece_role, plan, stretch_pieces, stretch_start
-from ..wgmma_layout import SWIZZLE_BYTES, b_stage_offset, descriptor, descriptor_fields, mismatches, swizzle_128, \
-    wgmma_offset
-from .lesson_11 import asked_twice, whole_numbers
+"""The exercises of notebook 12: which lane of a warp holds which element of an mma.sync operand, and a swizzle
+that keeps ldmatrix free of bank conflicts. Both are checked on a CPU, against the course's models:
+course/tensor_core_fragments.py (the PTX ISA's fragments, one warp's mma, ldmatrix's passes) and
+course/shared_banks.py (the banks)."""
+import numbers, random
+
+from ..shared_banks import BANKS, conflict_ways, passes
+from ..tensor_core_fragments import M16N8K16, WARP, element, from_registers, ldmatrix_passes, round_to_bf16, \
+    to_registers, warp_mma
 from .parts import NotYet, need_function, running
 from .registry import exercise
 
-CONSUMER_ROWS = 64       # rows of A per consumer warpgroup (one wgmma m64): a stage of bm rows feeds bm / 64 consumers
-BOX_COLUMNS = 64         # columns of B per TMA box in notebook 12's kernels (128 bytes of bf16)
 
-
-def and_list(numbers, sort=True):
-    "'1, 2 and 4'."
-    numbers = [str(n) for n in (sorted(numbers) if sort else numbers)]
-    return ', '.join(numbers[:-1]) + ' and ' + numbers[-1]
+def whole_numbers(value, call, names):
+    """`value`, what the learner's `call` returned, as a tuple of ints, one for each of `names` (just the int where
+    there is one name); a sentence if it is something else."""
+    count = len(names)
+    as_list = " (a numpy array or a tensor: return its `.tolist()`)" if hasattr(value, 'tolist') and not isinstance(value, numbers.Number) else ''
+    if value is None: raise NotYet(f"{call} returned None: end the function with `return {', '.join(names)}`")
+    parts = value if count > 1 else (value,)
+    if count > 1 and (not isinstance(value, (tuple, list)) or len(value) != count):
+        raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return {count} whole numbers, "
+                     f"`return {', '.join(names)}`{as_list}")
+    if any(isinstance(v, float) for v in parts):
+        raise NotYet(f"{call} returned {value!r}, a float: {' and '.join(names)} {'are whole numbers' if count > 1 else 'is a whole number'} "
+                     "(ints); `/` always gives a float, `//` or `>>` keep an int")
+    if not all(isinstance(v, numbers.Integral) for v in parts):
+        kinds = ', '.join(type(v).__name__ for v in parts)
+        raise NotYet(f"{call} returned {value!r} ({kinds}): return whole numbers, Python ints{as_list}")
+    return tuple(int(v) for v in parts) if count > 1 else int(value)
 
 
 # --------------------------------------------------------------------------------------------------
-# 12.1: the bytes one stage's full barrier expects
+# 12.1: the map of mma.sync.m16n8k16's A fragment
 # --------------------------------------------------------------------------------------------------
 
-STAGE_SHAPES = [(bm, bn, bk) for bm in (128, 64, 256) for bn in (128, 256, 64) for bk in (64, 32)]
-CLUSTER_SIZES = (1, 2, 4)
-ELEMENT_SIZES = (2, 1, 4)          # bf16 / fp16 first, then 1-byte (fp8) and 4-byte (tf32) elements
-SIMULATED = dict(tiles=6, stages=3)  # the model's pipeline when it explains a wrong byte count
+MMA_SEED = 11        # the random tiles of 12.1's warp_mma: the same in every run, so a sentence does not change
 
 
-class StageQuestion(tuple):
-    "The arguments (bm, bn, bk, cluster_blocks, element_bytes) of one call of expected_bytes, shown with their names."
-    def __str__(self):
-        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('bm', 'bn', 'bk', 'cluster_blocks', 'element_bytes'), self)) + ')'
+ASK_AGAIN_SEED = 1111  # the shuffled order of the second round of calls: the same in every run
 
 
-def byte_questions():
-    """The (bm, bn, bk, cluster_blocks, element_bytes) the check asks about: every stage shape, cluster size and
-    element size where the cluster's blocks share B's boxes evenly (as the kernels' static_assert demands)."""
-    return [StageQuestion((bm, bn, bk, cluster, size)) for size in ELEMENT_SIZES for cluster in CLUSTER_SIZES
-            for bm, bn, bk in STAGE_SHAPES if (bn // BOX_COLUMNS) % cluster == 0]
+def asked_twice(keys, ask, name):
+    """{key: ask(key)} for every key (a tuple of arguments) in order, then every key asked again in a shuffled order:
+    an answer that depends on the calls before it (a counter, a list popped in turn) rather than on its arguments
+    gives itself away. Raises NotYet where the two answers differ."""
+    answers = {key: ask(key) for key in keys}
+    again = list(answers)
+    random.Random(ASK_AGAIN_SEED).shuffle(again)
+    for key in again:
+        second = ask(key)
+        if second != answers[key]:
+            raise NotYet(f"{name}{key} returned {answers[key]} the first time and {second} when asked again in another "
+                         f"order: the answer must depend only on the arguments (no counters or lists used up call by call)")
+    return answers
 
 
-def landing_bytes(bm, bn, bk, cluster_blocks, element_bytes):
-    "The bytes that land in one block's stage: its own A tile and the whole of B's tile, whoever copied it."
-    return (bm * bk + bk * bn) * element_bytes
-
-
-def call_text(key): return f"expected_bytes{StageQuestion(key)}"
-
-
-def slips(bm, bn, bk, cluster, size):
-    "(what was counted, its value) for the mistakes a byte count is likely to make, in the order they are told apart."
-    a, b = bm * bk, bk * bn
-    return [
-        (f"what this block's own producer copies (A's tile and 1/{cluster} of B's boxes). The other "
-         f"producer{'s' if cluster > 2 else ''} of the cluster multicast the rest of B's boxes into this block too, and "
-         "every byte that lands in a block counts down that block's barrier, whoever issued the copy",
-         (a + b // cluster) * size),
-        ("elements, not bytes: element_bytes is left out", a + b),
-        ("2 bytes per element whatever element_bytes says", (a + b) * 2),
-        ("A's tile only: B's tile lands in the same stage and counts down the same barrier", a * size),
-        ("B's tile only: A's tile lands in the same stage and counts down the same barrier", b * size),
-        ("the A tiles of every block of the cluster: each block's A tile lands in that block only, and counts down that "
-         "block's barrier only", (cluster * a + b) * size),
-        ("B's tile once per block of the cluster: a multicast copy writes each box once into each block, so a block "
-         "receives B's tile once", (a + cluster * b) * size),
-        (f"B's tile counted as bk x bm: bm where bn belongs (B's tile is bk x bn = {bk} x {bn}), which is right only for "
-         "square tiles, bm = bn", (a + bk * bm) * size),
-        (f"A's tile counted as bn x bk: bn where bm belongs (A's tile is bm x bk = {bm} x {bk}), which is right only for "
-         "square tiles, bm = bn", (bn * bk + b) * size),
-    ]
-
-
-def what_was_counted(answers, key):
-    """': that is <the slip>' for the likely mistake that gives the learner's answer at `key` and at the most other
-    stages asked (two slips can give the same count for one stage), or '' where none gives it."""
-    value, truth = answers[key], landing_bytes(*key)
-    candidates = [i for i, (_, slip) in enumerate(slips(*key)) if slip == value != truth]
-    if not candidates: return ''
-    fits = lambda i: sum(slips(*k)[i][1] == answers[k] for k in answers)
-    return f": that is {slips(*key)[max(candidates, key=fits)][0]}"
-
-
-def model_run(key, value):
-    """What the model's pipeline does when the producer expects `value` bytes where landing_bytes(key) land:
-    (the model's sentence, what a GPU would do)."""
-    bm, bn, bk, cluster, size = key
-    truth = landing_bytes(*key)
-    setting = (f"In the course's model of the pipeline (course.mbarrier_pipeline.simulate, {SIMULATED['tiles']} tiles "
-               f"of K through {SIMULATED['stages']} stages, {max(1, bm // CONSUMER_ROWS)} consumer warpgroups, "
-               f"tile_bytes={truth}, expect_bytes={value})")
-    try:
-        simulate(SIMULATED['tiles'], SIMULATED['stages'], max(1, bm // CONSUMER_ROWS), tile_bytes=truth,
-                 expect_bytes=value)
-    except PipelineStuck as e:
-        return (f"{setting}: {e}",
-                f"On the GPU: a hang. The phase of full[s] waits for {value - truth} bytes that no copy will bring, so the "
-                "consumers wait on it forever and the kernel never returns")
-    except PipelineRace as e:
-        return (f"{setting}: {e}",
-                "On the GPU: the phase completes at the producer's arrive, before a byte has landed, and the wgmmas read "
-                "whatever the stage holds by then (an older tile, or nothing yet): a wrong result")
-    except RuntimeError as e:
-        return (f"{setting}: {e}",
-                f"On the GPU: the phase completes once {value} byte{'s' if value != 1 else ''} {'have' if value != 1 else 'has'} landed, before the last {truth - value}, so the "
-                "consumers may multiply a stage that still holds part of an older tile (a wrong result that comes and "
-                "goes with the timing); the late bytes then count down the next phase, so the error carries on from phase "
-                "to phase")
-    return f"{setting}: the pipeline finishes", ''     # not reached for value != truth: said if it happens
-
-
-@exercise('12.1', 'how many bytes does full[s] expect',
-          hints=("full[s] of a block completes when the bytes that land in THAT block's stage have landed, whoever copied "
-                 "them. Which tiles land in a block's stage, and how many bytes is each (its elements times element_bytes)?",
-                 "A's tile (bm x bk) lands in its own block only; all of B's tile (bk x bn) lands in every block of the "
-                 "cluster, half of its boxes from each producer when cluster_blocks = 2. So the count does not depend "
-                 "on cluster_blocks: (bm * bk + bk * bn) * element_bytes."))
-def full_barrier_bytes(ns, report):
-    name = 'expected_bytes'
-    fn = need_function(ns, name, '(bm, bn, bk, cluster_blocks, element_bytes)')
+def learner_fragment_map(fn, name, shape, operand):
+    "{(lane, i): (row, col)} from the learner's map function, each call checked: two ints inside the operand's tile."
+    rows, cols = shape.size(operand)
+    what = f"{operand.upper()}'s {rows} x {cols} tile"
 
     def ask(key):
-        call = call_text(key)
+        call = f"{name}{key}"
         with running(call): value = fn(*key)
-        if value is None: raise NotYet(f"{call} returned None: end the function with `return <the number of bytes>`")
-        count = whole_numbers(value, call, ('the byte count',))
-        if count < 0:
-            raise NotYet(f"{call} returned {count}: a byte count cannot be negative (arrive.expect_tx raises the "
-                         "barrier's count of bytes still to come by it)")
-        return count
-    keys = byte_questions()
-    answers = asked_twice(keys, ask, name)
-    report.ok(f"{name} returns a whole number of bytes, 0 or more, for each of the {len(keys)} stages asked (tiles from "
-              f"64 to 256, bk 32 and 64, clusters of {and_list(CLUSTER_SIZES)} blocks, elements of "
-              f"{and_list(ELEMENT_SIZES)} bytes), the same when asked again in another order")
-    for key in keys:
-        value, truth = answers[key], landing_bytes(*key)
-        if value == truth: continue
-        bm, bn, bk, cluster, size = key
-        model, gpu = model_run(key, value)
-        too = 'fewer' if value < truth else 'more'
-        raise NotYet(f"{call_text(key)} returned {value}, {too} than the {truth} bytes that land in the block's stage "
-                     f"(A's {bm} x {bk} tile, {bm * bk * size} bytes, and B's whole {bk} x {bn} tile, {bk * bn * size} "
-                     f"bytes){what_was_counted(answers, key)}. {model}. {gpu}")
-    report.ok(f"for all {len(keys)} it is the bytes that land in one block's stage, (bm * bk + bk * bn) * element_bytes, "
-              "A's tile and all of B's whatever the cluster size")
-    key = next(k for k in keys if k[3] == 2)
-    run = simulate(SIMULATED['tiles'], SIMULATED['stages'], key[0] // CONSUMER_ROWS, tile_bytes=answers[key],
-                   expect_bytes=answers[key])
-    report.ok(f"with {name}'s count, the model's pipeline (simulate) runs {SIMULATED['tiles']} tiles through "
-              f"{SIMULATED['stages']} stages with no hang and no race ({call_text(key)} = {answers[key]}; "
-              f"{run.total:g} units)")
+        r, c = whole_numbers(value, call, ('row', 'col'))
+        if not (0 <= r < rows and 0 <= c < cols):
+            raise NotYet(f"{call} returned ({r}, {c}), outside {what}: rows run 0..{rows - 1} and columns "
+                         f"0..{cols - 1}")
+        return r, c
+    return asked_twice([(lane, i) for lane in range(WARP) for i in range(shape.elements(operand))], ask, name)
 
 
-# --------------------------------------------------------------------------------------------------
-# 12.2: LBO and SBO of B's descriptor
-# --------------------------------------------------------------------------------------------------
-
-K_PER_STAGE = (64, 16, 32, 128)     # bk: the kernels' 64 first
-STAGE_COLUMNS = (64, 128, 256)      # bn: one box, two, four
-DESCRIPTOR_FIELD_MAX = 16 * (2 ** 14 - 1)   # a stride field: 14 bits, in units of 16 bytes
-
-
-def element_at(offset, bn, bk):
-    "'B[k][n]' of the element TMA put at byte `offset` of B's stage, or where the byte lies when no element starts there."
-    stage_bytes = bk * bn * 2
-    if offset >= stage_bytes: return f"past the end of B's {stage_bytes}-byte stage"
-    for k in range(bk):
-        for n in range(bn):
-            if b_stage_offset(k, n, bk) == offset: return f"where B[{k}][{n}] is"
-    return "where no element of B starts"
-
-
-def before_swizzle(address):
-    "' (N before the swizzle)' where the 128-byte swizzle moved the address (it is its own inverse), else ''."
-    plain = swizzle_128(address)
-    return f" ({plain} before the swizzle)" if plain != address else ''
-
-
-def first_wrong_read(leading_bytes, stride_bytes, bn, bk, k_step=16):
-    """(k, n, where TMA put B[k][n], where wgmma reads it) of the first value a stage's wgmmas would read from the wrong
-    place, in the order mismatches() visits them (wgmma by wgmma, column by column), or None."""
-    for kk in range(bk // k_step):
-        for n in range(bn):
-            for k in range(k_step):
-                read = wgmma_offset(n, k, 'MN', leading_bytes, stride_bytes, start=kk * k_step * SWIZZLE_BYTES)
-                stored = b_stage_offset(kk * k_step + k, n, bk)
-                if read != stored: return kk * k_step + k, n, stored, read
+def first_duplicate(cells):
+    "((lane, i), (lane, i), cell) of the first two elements mapped to one cell, or None."
+    seen = {}
+    for key, cell in cells.items():
+        if cell in seen: return seen[cell], key, cell
+        seen[cell] = key
     return None
 
 
-class OneArgument(tuple):
-    "A key of asked_twice for a function of one argument: shown as (64), not (64,)."
-    def __str__(self): return f"({self[0]})"
+def random_tile(shape, operand, generator):
+    "A random tile of `operand`, its values bf16 numbers (as mma.sync reads them), as nested lists of floats."
+    import numpy as np
+    rows, cols = shape.size(operand)
+    return round_to_bf16(generator.standard_normal((rows, cols)).astype(np.float32)).astype(float).tolist()
 
 
-def learner_strides(fn, name):
-    "{bk: (LBO, SBO)} from the learner's function, each a whole number a descriptor can hold."
-    def ask(key):
-        call = f"{name}{key}"
-        with running(call): value = fn(*key)
-        lbo, sbo = whole_numbers(value, call, ('LBO', 'SBO'))
-        for what, v in (('LBO', lbo), ('SBO', sbo)):
-            if v < 0: raise NotYet(f"{call} returned {what} = {v}: a byte offset in a descriptor is never negative")
-        try: fields = descriptor_fields(descriptor(0, lbo, sbo))
-        except ValueError as e:
-            raise NotYet(f"{call} returned ({lbo}, {sbo}), which the descriptor cannot hold: {e} (as wgmma_layout.descriptor "
-                         "says; the kernels' matrix_descriptor would silently drop the low 4 bits)") from None
-        if (fields['LBO'], fields['SBO']) != (lbo, sbo):
-            raise NotYet(f"{call} returned ({lbo}, {sbo}): a stride field of the descriptor is 14 bits of 16-byte units, "
-                         f"at most {DESCRIPTOR_FIELD_MAX} bytes; this one reads back as LBO = {fields['LBO']}, "
-                         f"SBO = {fields['SBO']}")
-        return lbo, sbo
-    answers = asked_twice([OneArgument((bk,)) for bk in K_PER_STAGE], ask, name)
-    return {bk: answers[bk,] for bk in K_PER_STAGE}
+def product_with_a_map(cells, shape=M16N8K16):
+    """D = A.B + C from one warp's model mma on random tiles, A's registers filled by `cells` ({(lane, i): (row, col)})
+    and B's and C's by the PTX ISA's maps: (D as nested lists, A @ B + C computed directly)."""
+    import numpy as np
+    generator = np.random.default_rng(MMA_SEED)
+    a, b, c = (random_tile(shape, op, generator) for op in 'abc')
+    a_regs = [[a[r][col] for (r, col) in (cells[lane, i] for i in range(shape.elements('a')))] for lane in range(WARP)]
+    d = from_registers(shape, 'd', warp_mma(shape, a_regs, to_registers(shape, 'b', b), to_registers(shape, 'c', c)))
+    expected = [[c[r][j] + sum(a[r][x] * b[x][j] for x in range(shape.k)) for j in range(shape.n)] for r in range(shape.m)]
+    return d, expected
 
 
-@exercise('12.2', 'point wgmma at B',
-          hints=("In the MN-major layout, wgmma finds value n of row k at (n // 64) * LBO + (k // 8) * SBO + (k % 8) * 128 "
-                 "+ (n % 64) * 2 (before the swizzle). Where does TMA put column 64 of row 0 of the stage, and row 8 of "
-                 "column 0?",
-                 "Column 64 is the first of the second box, and a box is bk rows of 128 bytes: LBO = bk * 128. Row 8 "
-                 "starts 8 rows of 128 bytes into its box: SBO = 1024, whatever bk is."))
-def b_descriptor_strides(ns, report):
-    name = 'b_strides'
-    fn = need_function(ns, name, 'bk')
-    strides = learner_strides(fn, name)
-    report.ok(f"{name} returns two whole numbers for bk = {and_list(K_PER_STAGE, sort=False)}, multiples of 16 that the "
-              "descriptor's fields hold, the same when asked again in another order")
-    for bk in K_PER_STAGE:
-        lbo, sbo = strides[bk]
-        for bn in STAGE_COLUMNS:
-            wrong = mismatches('B', lbo, sbo, bn=bn, bk=bk)
-            if not wrong: continue
-            k, n, stored, read = first_wrong_read(lbo, sbo, bn, bk)
-            raise NotYet(f"with bk = {bk}, {name} gives LBO = {lbo}, SBO = {sbo}: the wgmmas of a stage of B (bk = {bk} "
-                         f"rows of K, bn = {bn} columns) would read {wrong} of its {bk * bn} values from the wrong place "
-                         f"(wgmma_layout.mismatches). The first: B[{k}][{n}] (row k = {k}, column n = {n}), which TMA put "
-                         f"at byte {stored} of the stage (box {n // BOX_COLUMNS}, row {k}), but the descriptor points the "
-                         f"wgmma at byte {read}{before_swizzle(read)}, {element_at(read, bn, bk)}")
-    report.ok(f"for every bk asked and bn = {and_list(STAGE_COLUMNS)}, the wgmmas of a stage read every value "
-              "of B where TMA put it: 0 mismatches (course.wgmma_layout.mismatches, swizzle included)")
+def product_sentence(d, expected):
+    "'the model's warp_mma gets D = A.B + C wrong in N of 128 elements (D[r][c] is x, expected y)', or None where D is right."
+    wrong = [(r, j) for r in range(len(d)) for j in range(len(d[0]))
+             if abs(d[r][j] - expected[r][j]) > 1e-9 * (1 + abs(expected[r][j]))]
+    if not wrong: return None
+    r, j = wrong[0]
+    return (f"the model's warp_mma gets D = A.B + C wrong in {len(wrong)} of {len(d) * len(d[0])} elements (D[{r}][{j}] is "
+            f"{d[r][j]:.4g}, expected {expected[r][j]:.4g})")
+
+
+def which_elements(wrong, per_lane):
+    "'for elements 2, 3, 6 and 7 of every lane' or 'for 40 of the 256 (lane, element) pairs'."
+    elements = sorted({i for _, i in wrong})
+    if len(wrong) == WARP * len(elements):
+        names = ', '.join(map(str, elements[:-1])) + (' and ' if len(elements) > 1 else '') + str(elements[-1])
+        return f"for element{'s' if len(elements) > 1 else ''} {names} of every lane"
+    return f"for {len(wrong)} of the {WARP * per_lane} (lane, element) pairs"
+
+
+@exercise('12.1', 'which lane holds which element',
+          hints=("Elements 0 to 3 of A sit where C's elements 0 to 3 sit, in A's left 8 columns (k = 0..7); elements 4 to 7 "
+                 "repeat that pattern in its right 8 columns (k = 8..15). Draw it: draw_fragments(M16N8K16, lane=5).",
+                 "Take C's rule with i % 4 in place of i, and add 8 to the column for i >= 4: "
+                 "row = group + 8 * (i % 4 >= 2), col = 2 * thread + i % 2 + 8 * (i >= 4)."))
+def a_fragment_map(ns, report):
+    shape, operand, name = M16N8K16, 'a', 'a_fragment_element'
+    fn = need_function(ns, name, '(lane, i)')
+    per_lane = shape.elements(operand)
+    cells = learner_fragment_map(fn, name, shape, operand)
+    twice = first_duplicate(cells)
+    if twice:
+        (l1, i1), (l2, i2), (r, c) = twice
+        raise NotYet(f"{name}({l1}, {i1}) and {name}({l2}, {i2}) both return ({r}, {c}): two registers cannot hold the "
+                     f"same element of A, and then some other element is held by none. The 32 lanes x {per_lane} "
+                     f"elements must cover A's {shape.m * shape.k} elements once each")
+    report.ok(f"{name} returns a (row, col) inside A's 16 x 16 tile for each of the 32 lanes x {per_lane} elements, "
+              "each element of A once")
+    truth = {(lane, i): element(shape, operand, lane, i) for lane in range(WARP) for i in range(per_lane)}
+    wrong = [key for key in cells if cells[key] != truth[key]]
+    d, expected = product_with_a_map(cells, shape)
+    product = product_sentence(d, expected)
+    if wrong:
+        lane, i = wrong[0]
+        (r, c), (tr, tc) = cells[lane, i], truth[lane, i]
+        consequence = f". Registers filled by your map hand mma.sync a scrambled A: on random bf16 tiles, {product}" if product else ''
+        raise NotYet(f"lane {lane}, element {i}: you say ({r}, {c}); mma.sync reads A[{tr}][{tc}] there (your map "
+                     f"differs {which_elements(wrong, per_lane)}){consequence}")
+    report.ok(f"it is mma.sync.m16n8k16's map of A for all {WARP * per_lane} (lane, element) pairs (the PTX ISA's layout, "
+              "as course.tensor_core_fragments.element gives it)")
+    if product: raise NotYet(f"registers filled by your map: {product}")   # the model's own map: not expected, said if it happens
+    report.ok("registers filled by your map: the model's warp_mma gives D = A.B + C right, all 128 elements, on random "
+              "bf16 tiles")
 
 
 # --------------------------------------------------------------------------------------------------
-# 12.3: deal out a stretch of the last round (stream-K)
+# 12.2: a swizzle of a shared tile's 16-byte chunks, by the bank model
 # --------------------------------------------------------------------------------------------------
 
-ROLES = ('whole', 'finisher', 'contributor')
-# (units, clusters, k_tiles, the rule's hand-over) of the plans asked about: 4096³ with the byte count's estimate,
-# 8192³, two skinny problems, a single unit, edges that leave short units, and a small GPU of 3 clusters
-STREAM_K_PLANS = ((256, 66, 64, 4), (1024, 66, 128, 20), (16, 66, 128, 20), (1, 66, 64, 20), (81, 66, 16, 4),
-                  (5, 3, 40, 4))
+ROW_ELEMENTS, ELEMENT_BYTES = 64, 2                 # a row of the tile: 64 bf16 values, 128 bytes
+CHUNK_ELEMENTS = 16 // ELEMENT_BYTES                # a 16-byte chunk: 8 values, the row an ldmatrix lane names
+CHUNKS = ROW_ELEMENTS // CHUNK_ELEMENTS             # 8 chunks per row
+TILE_ROWS = 128                                     # the rows of the tile checked
+PIECE_ROWS = 16                                     # an ldmatrix.x4 of A: a 16 x 16 piece, two chunks wide
+WORDS_PER_CHUNK = 16 // 4
 
 
-# Stretches of a unit or more, which the last round never makes (it has fewer units than clusters) but the kernel's
-# loop over pieces handles: whole units inside a stretch, and a stretch of exactly one unit
-LONG_STRETCHES = ((0, 64, 64, 0), (10, 200, 64, 5), (64, 192, 64, 0), (3, 45, 16, 7))
-
-
-def stretch_keys():
-    """{(start, end, k_tiles, first_unit): [its pieces, as the model deals them]} for every cluster that shares the
-    last round of each plan of STREAM_K_PLANS, then for LONG_STRETCHES."""
-    keys = []
-    for units, clusters, k_tiles, handover in STREAM_K_PLANS:
-        p = plan(units, clusters, k_tiles, handover=handover)
-        keys += [(stretch_start(p, c), stretch_start(p, c + 1), k_tiles, p.whole_units) for c in range(p.sk_clusters)]
-    return {StretchQuestion(key): [tuple(q) for q in stretch_pieces(*key)] for key in keys + list(LONG_STRETCHES)}
-
-
-class StretchQuestion(tuple):
-    "The arguments (start, end, k_tiles, first_unit) of one call of stretch_pieces, shown with their names."
-    def __str__(self):
-        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('start', 'end', 'k_tiles', 'first_unit'), self)) + ')'
-
-
-class PieceList(tuple):
-    "A learner's pieces, shown short: the first three and how many (a list that grows call by call can be long)."
-    def __str__(self):
-        return f"[{', '.join(map(str, self[:3]))}{', ...' if len(self) > 3 else ''}] ({len(self)} piece{'s' if len(self) != 1 else ''})"
-
-
-def learner_pieces(value, call):
-    "The learner's pieces as a PieceList of (unit, k_begin, k_end, role), each checked for its form."
-    if value is None: raise NotYet(f"{call} returned None: end the function with `return pieces`")
-    if isinstance(value, (str, bytes, dict)) or not hasattr(value, '__iter__'):
-        raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return a list of pieces, each "
-                     "(unit, k_begin, k_end, role)")
-    out = []
-    for piece in value:
-        if not isinstance(piece, (tuple, list)) or len(piece) != 4:
-            raise NotYet(f"{call} returned a piece {piece!r}: each piece is 4 values, (unit, k_begin, k_end, role)")
-        if isinstance(piece[0], str) or not isinstance(piece[3], str):
-            raise NotYet(f"{call} returned a piece {tuple(piece)!r}: the values of a piece go in the order (unit, k_begin, "
-                         "k_end, role), the role last")
-        *numbers_, role = piece
-        unit, k_begin, k_end = whole_numbers(tuple(numbers_), f"{call}, in its piece {tuple(piece)!r},",
-                                             ('unit', 'k_begin', 'k_end'))
-        if role not in ROLES:
-            raise NotYet(f"{call} returned a piece with the role {role!r}: a role is one of {', '.join(map(repr, ROLES))}")
-        out.append((unit, k_begin, k_end, role))
-    return PieceList(out)
-
-
-def stage_of(key, unit, k):
-    "The stage, counted along the last round, of stage k of `unit`."
-    start, end, k_tiles, first_unit = key
-    return (unit - first_unit) * k_tiles + k
-
-
-def unit_and_stage(key, s):
-    "(unit, k) of stage s of the last round: stage_of's inverse."
-    start, end, k_tiles, first_unit = key
-    return first_unit + s // k_tiles, s % k_tiles
-
-
-# (the piece's role, the role given): what the kernel would do
-WRONG_ROLE = {
-    ('contributor', 'finisher'): "store its partial sum as C after adding the sums of the clusters whose stretches "
-                                 "start after its own inside the unit, while the unit's real finisher, the cluster that "
-                                 "holds its first stage, waits forever for this cluster's flag: a hang",
-    ('contributor', 'whole'): "store its partial sum as C, while the unit's real finisher, the cluster that holds its "
-                              "first stage, waits forever for this cluster's flag: a hang",
-    ('finisher', 'contributor'): "write its sums to the workspace for a finisher that does not exist: nobody stores C "
-                                 "for this unit, and the sums of the clusters that hold its later stages are never read",
-    ('finisher', 'whole'): "store its partial sum as C without adding the sums of the clusters that hold the unit's "
-                           "later stages: a wrong C",
-    ('whole', 'contributor'): "write its sums to the workspace for a finisher that does not exist: nobody stores C for "
-                              "this unit",
-    ('whole', 'finisher'): "wait for contributors, but no other cluster holds a stage of this unit: a finisher with "
-                           "nothing to add is a 'whole' piece",
-}
-
-
-@exercise('12.3', 'deal out a stretch (stream-K)',
-          hints=("Walk the stretch from `start` to `end`: stage s of the last round is stage s % k_tiles of unit "
-                 "first_unit + s // k_tiles. A piece ends where the stretch ends or where its unit ends, whichever comes "
-                 "first; then the next piece starts at stage 0 of the next unit. Make the list of pieces anew in each call "
-                 "(not as a default argument, which every call shares).",
-                 "k_begin = at % k_tiles and k_end = min(k_tiles, k_begin + end - at). The role follows from those two "
-                 "alone: k_begin > 0 makes a 'contributor', else k_end < k_tiles a 'finisher', else 'whole'."))
-def stream_k_stretch(ns, report):
-    name = 'stretch_pieces'
-    fn = need_function(ns, name, '(start, end, k_tiles, first_unit)')
-    expected = stretch_keys()
-
+def learner_swizzle_table(fn, name):
+    "table[row][chunk] = the place the learner's swizzle stores that chunk at, each call checked: an int in 0..7."
     def ask(key):
         call = f"{name}{key}"
         with running(call): value = fn(*key)
-        return learner_pieces(value, call)
-    first = next(iter(expected))
-    once, again = ask(first), ask(first)
-    if len(again) > len(once) and again[:len(once)] == once:
-        raise NotYet(f"{name}{first} returned {once} the first time and {again} when asked the same again: the list grows "
-                     "from call to call. A default argument such as `pieces=[]` is one list, shared by every call")
-    long_keys = [key for key in expected if key in LONG_STRETCHES]
-    plan_keys = [key for key in expected if key not in LONG_STRETCHES]
+        place = whole_numbers(value, call, ('place',))
+        if not 0 <= place < CHUNKS:
+            raise NotYet(f"{call} returned {place}: a row of the tile has {CHUNKS} chunks of 16 bytes, so the place "
+                         f"a chunk is stored at must be 0..{CHUNKS - 1}")
+        return place
+    places = asked_twice([(row, chunk) for row in range(TILE_ROWS) for chunk in range(CHUNKS)], ask, name)
+    return [[places[row, chunk] for chunk in range(CHUNKS)] for row in range(TILE_ROWS)]
 
-    def answers_in_turn():
-        "The plans' stretches, then the long ones: a loop that only a long stretch sends astray is found after the rest."
-        yield from asked_twice(plan_keys, ask, name).items()
-        yield from asked_twice(long_keys, ask, name).items()
-    for key, pieces_ in answers_in_turn():
-        start, end, k_tiles, first_unit = key
-        call = f"{name}{key}"
-        where = (f"(stage s of the last round is stage s % k_tiles of unit first_unit + s // k_tiles: stage {start} is "
-                 f"stage {start % k_tiles} of unit {first_unit + start // k_tiles})")
-        if not pieces_:
-            raise NotYet(f"{call} returned no pieces: the cluster's stretch holds stages {start} to {end - 1} of the last "
-                         f"round, {end - start} stages {where}, and the units they belong to would miss their products")
-        for unit, k_begin, k_end, _ in pieces_:
-            if 0 <= k_begin <= k_tiles and k_end == k_begin:
-                last_unit, last_k = unit_and_stage(key, end - 1)
-                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), which holds no stage (k_begin "
-                             f"= k_end): a loop that runs once too often makes one. The stretch's last stage, end - 1 = "
-                             f"{end - 1}, is stage {last_k} of unit {last_unit}")
-            if unit < first_unit:
-                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...), of unit {unit}, before "
-                             f"first_unit = {first_unit}: the last round's units are numbered from first_unit (stage s "
-                             "is in unit first_unit + s // k_tiles)")
-            if not 0 <= k_begin < k_end <= k_tiles:
-                raise NotYet(f"{call} returned the piece ({unit}, {k_begin}, {k_end}, ...): a piece is stages [k_begin, "
-                             f"k_end) of one unit, 0 <= k_begin < k_end <= k_tiles = {k_tiles}. A stretch that runs past "
-                             "the end of a unit goes on in the next one (each unit's stages come from its own rows of A and "
-                             "columns of B)")
-        stages = [stage_of(key, u, k) for u, k0, k1, _ in pieces_ for k in range(k0, k1)]
-        outside = sorted({s for s in stages if not start <= s < end})
-        if outside:
-            u, k = unit_and_stage(key, outside[0])
-            raise NotYet(f"{call}: the pieces hold stage {k} of unit {u}, stage {outside[0]} of the last round, outside "
-                         f"the stretch [{start}, {end}) {where}. Another cluster multiplies that stage, so its products "
-                         f"would be added to unit {u} twice")
-        twice = sorted({s for s in stages if stages.count(s) > 1})
-        if twice:
-            u, k = unit_and_stage(key, twice[0])
-            raise NotYet(f"{call}: stage {k} of unit {u} is in two pieces: its products would be added to the unit twice")
-        missing = sorted(set(range(start, end)) - set(stages))
-        if missing:
-            u, k = unit_and_stage(key, missing[0])
-            raise NotYet(f"{call}: stage {k} of unit {u} ({len(missing)} stage{'s' if len(missing) > 1 else ''} in all) "
-                         f"is in the stretch [{start}, {end}) but in none of the pieces {where}: no cluster would "
-                         f"multiply it, and unit {u}'s C would lack its products")
-        firsts = [stage_of(key, u, k0) for u, k0, _, _ in pieces_]
-        if firsts != sorted(firsts):
-            raise NotYet(f"{call} returned the pieces out of the stretch's order ({[p[:3] for p in pieces_]}): the producer "
-                         "copies the stages in the order of the pieces, and a cluster must do its contributing piece first "
-                         "and its finishing piece last, so that no cluster waits for one that is itself waiting")
-        for unit, k_begin, k_end, role in pieces_:
-            truth = piece_role(k_begin, k_end, k_tiles)
-            if role == truth: continue
-            shape = (f"it starts inside the unit (k_begin = {k_begin} > 0)" if truth == 'contributor' else
-                     f"it starts at the unit's first stage and ends before its last (k_end = {k_end} < {k_tiles})"
-                     if truth == 'finisher' else f"it holds all {k_tiles} stages of the unit")
-            raise NotYet(f"{call} gave the piece ({unit}, {k_begin}, {k_end}) the role {role!r}, but {shape}: it is "
-                         f"{'a ' if truth != 'whole' else ''}{truth!r}. As {role!r}, the cluster would {WRONG_ROLE[truth, role]}")
-        if list(pieces_) != expected[key]:       # not reached when the checks above pass: said if it ever is
-            raise NotYet(f"{call} returned {pieces_}, not the model's {expected[key]}")
-    report.ok(f"{name} returns pieces of the form (unit, k_begin, k_end, role) for each of the {len(expected)} stretches "
-              f"asked, the same when asked again in another order")
-    report.ok(f"for every cluster of {len(STREAM_K_PLANS)} plans (course.stream_k: 4096³ and 8192³, skinny problems, "
-              f"a single unit, a GPU of 3 clusters) and {len(LONG_STRETCHES)} stretches of a unit or more, the pieces "
-              "cover the stretch exactly once, in order, each inside one unit, with the role the kernel gives it")
+
+def chunk_offset(table, row, chunk):
+    "The element offset at which chunk `chunk` of row `row` starts in the swizzled tile."
+    return row * ROW_ELEMENTS + table[row][chunk] * CHUNK_ELEMENTS
+
+
+def ldmatrix_row_starts(table, row0, chunk0):
+    "The 32 row addresses (element offsets) of an ldmatrix.x4 of the 16 x 16 piece at rows row0.., chunks chunk0, chunk0 + 1."
+    return [chunk_offset(table, row0 + lane % PIECE_ROWS, chunk0 + lane // PIECE_ROWS) for lane in range(WARP)]
+
+
+def matrix_rows_and_chunk(row0, chunk0, j):
+    "The 8 rows and the chunk that 8 x 8 matrix j (lanes 8j..8j+7) of that ldmatrix.x4 reads."
+    first = row0 + 8 * (j % 2)
+    return list(range(first, first + 8)), chunk0 + j // 2
+
+
+def chunk_words(table, row, chunk):
+    "The 4-byte words of shared memory that chunk `chunk` of row `row` occupies."
+    start = chunk_offset(table, row, chunk) * ELEMENT_BYTES // 4
+    return list(range(start, start + WORDS_PER_CHUNK))
+
+
+def worst_ldmatrix(table):
+    "(ways, row0, chunk0, j) of the ldmatrix.x4 matrix with the most passes, the first of equals."
+    worst = None
+    for row0 in range(0, TILE_ROWS, PIECE_ROWS):
+        for chunk0 in range(0, CHUNKS, 2):
+            for j, ways in enumerate(ldmatrix_passes(ldmatrix_row_starts(table, row0, chunk0), 4, ELEMENT_BYTES)):
+                if worst is None or ways > worst[0]: worst = (ways, row0, chunk0, j)
+    return worst
+
+
+def conflict_sentence(table, name, ways, row0, chunk0, j):
+    "Why that ldmatrix.x4 meets a `ways`-way bank conflict, from the bank model, in a sentence."
+    rows, chunk = matrix_rows_and_chunk(row0, chunk0, j)
+    words = [w for r in rows for w in chunk_words(table, r, chunk)]
+    _, bank, bank_words = conflict_ways(words)
+    crowded = [r for r in rows if set(chunk_words(table, r, chunk)) & set(bank_words)]
+    places = ', '.join(str(table[r][chunk]) for r in rows)
+    together = f"{crowded[0]} and {crowded[1]} both need" if len(crowded) == 2 else f"{', '.join(map(str, crowded))} all need"
+    an = 'an' if ways in (8, 11, 18) else 'a'
+    return (f"with your {name}, an ldmatrix.x4 of the 16 x 16 piece at rows {row0}..{row0 + PIECE_ROWS - 1}, chunks {chunk0} "
+            f"and {chunk0 + 1} meets {an} {ways}-way bank conflict: its 8 x 8 matrix {j} reads chunk {chunk} of rows "
+            f"{rows[0]}..{rows[-1]}, which those rows store at places {places}. A row is {ROW_ELEMENTS * ELEMENT_BYTES} "
+            f"bytes, all {BANKS} banks, so a place is the same 4 banks in every row: rows {together} bank {bank}, {ways} "
+            f"different words, {ways} passes instead of 1. "
+            "The 8 rows one matrix reads must keep its chunk at 8 different places")
+
+
+@exercise('12.2', 'swizzle away the bank conflicts',
+          hints=(f"A row is 128 bytes, the width of all {BANKS} banks, so a place in the row is the same 4 banks in every "
+                 "row. The 8 rows that one 8 x 8 matrix of an ldmatrix reads (8 consecutive rows) must store its chunk at 8 "
+                 "different places: let the place depend on row % 8, and keep each row a permutation of 0..7.",
+                 "XOR the chunk with row % 8: for one chunk, 8 consecutive rows give 8 different places, and for one row "
+                 "chunk -> chunk ^ (row % 8) is its own inverse, so a permutation of 0..7. (chunk + row) % 8 works too."))
+def swizzle_chunks(ns, report):
+    name = 'swizzle'
+    fn = need_function(ns, name, '(row, chunk)')
+    table = learner_swizzle_table(fn, name)
+    for row, places in enumerate(table):
+        if len(set(places)) < CHUNKS:
+            a = next(c for c in range(CHUNKS) if places.count(places[c]) > 1)
+            b = next(c for c in range(a + 1, CHUNKS) if places[c] == places[a])
+            unused = next(p for p in range(CHUNKS) if p not in places)
+            raise NotYet(f"two chunks of row {row} land on the same place: {name}({row}, {a}) and {name}({row}, {b}) "
+                         f"both return {places[a]}, so one overwrites the other and the row loses data (and place "
+                         f"{unused} is never used). Within each row, {name} must send the {CHUNKS} chunks to "
+                         f"{CHUNKS} different places: a permutation of 0..{CHUNKS - 1}")
+    report.ok(f"within each of the {TILE_ROWS} rows, the {CHUNKS} chunks go to {CHUNKS} different places: no data lost")
+    for row in range(TILE_ROWS):       # a cp.async of a row: 8 lanes, 16 bytes each, one shared-memory pass at best
+        ways = passes([w for chunk in range(CHUNKS) for w in chunk_words(table, row, chunk)])
+        if ways > 1:   # only a non-permutation could do this, and it was rejected above
+            raise NotYet(f"the cp.async writes of row {row} (8 lanes, one chunk each) take {ways} passes")
+    report.ok(f"the cp.async writes of a whole row (8 lanes, 16 bytes each) touch all {BANKS} banks once: 1 pass, every row")
+    ways, row0, chunk0, j = worst_ldmatrix(table)
+    if ways > 1: raise NotYet(conflict_sentence(table, name, ways, row0, chunk0, j))
+    report.ok(f"every ldmatrix.x4 of a 16 x 16 piece (rows 16p..16p+15 of the {TILE_ROWS}, chunks c0 and c0 + 1 for "
+              "c0 = 0, 2, 4, 6) takes 1 pass per 8 x 8 matrix (the bank model): the worst case found is 1 way, no bank "
+              "conflict")

@@ -34,11 +34,11 @@ WRONG = [
 
 # Right answers written unusually, which earlier checks rejected: each must not be 'not yet'.
 RIGHT = [
-    Wrong('11.2', 'a rotation by one place per row (any conflict-free permutation is right)',
+    Wrong('12.2', 'a rotation by one place per row (any conflict-free permutation is right)',
           change=('chunk ^ (row % 8)', '(chunk + row) % 8'), expect=''),
-    Wrong('11.2', 'the XOR written without brackets (& binds tighter than ^)',
+    Wrong('12.2', 'the XOR written without brackets (& binds tighter than ^)',
           change=('chunk ^ (row % 8)', 'chunk ^ row & 7'), expect=''),
-    Wrong('11.1', 'the map in bit operations',
+    Wrong('12.1', 'the map in bit operations',
           change=("    row = group + 8 * (i % 4 >= 2)              # elements 2, 3 and 6, 7: 8 rows further down\n"
                   "    col = thread * 2 + i % 2 + 8 * (i >= 4)     # elements 4 to 7: the same pattern in A's right half, k = 8..15\n",
                   "    row = group | ((i >> 1) & 1) << 3\n    col = thread << 1 | (i & 1) | (i >> 2) << 3\n"), expect=''),

@@ -1,6 +1,6 @@
-"Reference solutions of notebooks/exercises/12_hopper.ipynb. Try the exercises first!"
+"Reference solutions of notebooks/exercises/13_hopper.ipynb. Try the exercises first!"
 
-# Exercise 12.1: how many bytes does full[s] expect
+# Exercise 13.1: how many bytes does full[s] expect
 def expected_bytes(bm, bn, bk, cluster_blocks, element_bytes=2):
     "The bytes one block's producer passes to arrive.expect_tx on full[s]: all the bytes that land in this block's stage."
     a_tile = bm * bk                            # this block's rows of A: copied by its own producer, into this block only
@@ -8,7 +8,7 @@ def expected_bytes(bm, bn, bk, cluster_blocks, element_bytes=2):
     return (a_tile + b_tile) * element_bytes    # cluster_blocks changes who copies B's boxes, not how many bytes land here
 
 
-# Exercise 12.2: point wgmma at B
+# Exercise 13.2: point wgmma at B
 def b_strides(bk):
     "(LBO, SBO) in bytes for the MN-major descriptor of B's stage: boxes of 64 columns (128 bytes) x bk rows, one after another."
     row_bytes = 128                             # one row of a box: 64 bf16 columns, the width of the 128-byte swizzle
@@ -17,7 +17,7 @@ def b_strides(bk):
     return leading, stride
 
 
-# Exercise 12.3: deal out a stretch (stream-K)
+# Exercise 13.3: deal out a stretch (stream-K)
 def stretch_pieces(start, end, k_tiles, first_unit):
     "The pieces of the stretch [start, end) of the last round's stages, in order: (unit, k_begin, k_end, role)."
     pieces, at = [], start

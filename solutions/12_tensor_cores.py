@@ -1,6 +1,6 @@
-"Reference solutions of notebooks/exercises/11_tensor_cores.ipynb. Try the exercises first!"
+"Reference solutions of notebooks/exercises/12_tensor_cores.ipynb. Try the exercises first!"
 
-# Exercise 11.1: which lane holds which element
+# Exercise 12.1: which lane holds which element
 def c_fragment_element(lane, i):
     "The worked example: (row, col) of C (16 x 8) that element i (0..3) of lane `lane` holds."
     group, thread = lane >> 2, lane % 4        # groupID and threadID_in_group
@@ -17,7 +17,7 @@ def a_fragment_element(lane, i):
     return row, col
 
 
-# Exercise 11.2: swizzle away the bank conflicts
+# Exercise 12.2: swizzle away the bank conflicts
 def swizzle(row, chunk):
     "The place (0..7) in its row where chunk `chunk` (16 bytes) of row `row` of a 128-byte-row tile is stored."
     return chunk ^ (row % 8)                    # 8 consecutive rows: 8 different places for one chunk
