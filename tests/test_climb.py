@@ -48,7 +48,7 @@ def test_the_chart_draws_one_bar_per_kernel_at_its_rate_and_a_line_per_reference
     bars = fake_bars()
     fig = climb.climb_chart(bars)
     ax = fig.axes[0]
-    drawn = [p.get_width() for p in ax.patches]
+    drawn = [p.get_x() + p.get_width() for p in ax.patches]                   # each bar ends at its rate
     assert drawn == pytest.approx([b.tflops for b in bars if b.notebook])
     assert [t.get_text() for t in ax.get_yticklabels()] == ['naive CUDA C (01)', 'template tw=32 (07)', 'step 8 (13)']
     assert sorted(l.get_xdata()[0] for l in ax.lines) == pytest.approx(sorted(b.tflops for b in bars if not b.notebook))
