@@ -31,6 +31,9 @@ def _apart(a, b, start=2):
     return start + 2
 
 
+MIN_REFERENCE_MEASUREMENTS = 3     # a spread read from fewer medians of the reference is a guess: no verdict on it
+
+
 def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=None):
     """One sentence for a speed target (at least `goal` times the reference's speed) judged over several
     measurements of one run. `ours`: our Spread in each measurement that timed us; `theirs`: the reference's Spread in
@@ -38,7 +41,8 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
     between measurements (clocks, heat, the other kernels of the round): its *spread across runs*, the range of its
     medians over the lowest (at least its widest middle half, where it was measured once), is printed first. The
     target is 'met' or 'missed' only where each paired ratio clears the goal by more than that spread; otherwise the
-    margin is inside the spread and the sentence says 'on par'. `clocks`, a short text (course.timing.gpu_clocks), is
+    margin is inside the spread and the sentence says 'on par'. With fewer than MIN_REFERENCE_MEASUREMENTS of the
+    reference, its spread is too poorly known for a verdict: the sentence says 'on par' and why. `clocks`, a short text (course.timing.gpu_clocks), is
     added where given."""
     if not ours or len(theirs) < len(ours): raise ValueError("every measurement of ours needs the reference's beside it")
     ratios = [t.median / o.median for o, t in zip(ours, theirs)]
@@ -46,7 +50,10 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
     moved = (max(medians) - min(medians)) / min(medians)
     widest = max((t.q3 - t.q1) / t.median for t in theirs)
     across = max(moved, widest)
-    if min(ratios) > goal * (1 + across): word = "met: above it by more than that spread"
+    if len(theirs) < MIN_REFERENCE_MEASUREMENTS:
+        word = (f"on par: {len(theirs)} measurement(s) of {reference_name} are too few to know its spread "
+                f"(a verdict needs {MIN_REFERENCE_MEASUREMENTS})")
+    elif min(ratios) > goal * (1 + across): word = "met: above it by more than that spread"
     elif max(ratios) < goal * (1 - across): word = "missed: below it by more than that spread"
     else: word = "on par: the margin is inside that spread"
     shown = ', '.join(f"{r:.2f}x" for r in ratios)

@@ -52,19 +52,28 @@ def test_across_runs_a_margin_inside_the_references_move_is_on_par():
 
 
 def test_across_runs_met_and_missed_need_every_ratio_past_the_move():
-    theirs = [spread_of(1.00), spread_of(1.02)]
+    theirs = [spread_of(1.00), spread_of(1.02), spread_of(1.01)]
     assert against_target_across_runs([spread_of(0.90), spread_of(0.91)], theirs, 'ref').endswith("met: above it by more than that spread")
     assert against_target_across_runs([spread_of(1.10), spread_of(1.12)], theirs, 'ref').endswith("missed: below it by more than that spread")
     # one ratio past the move and one inside it: on par
     assert "on par" in against_target_across_runs([spread_of(0.90), spread_of(1.01)], theirs, 'ref')
 
 
-def test_across_runs_one_measurement_uses_its_middle_half():
+def test_across_runs_the_widest_middle_half_counts_too():
     wide = Spread(1.0, 0.95, 1.05, ())        # a middle half 10% wide
-    line = against_target_across_runs([spread_of(0.95)], [wide], 'ref')
-    assert "spread across this run: 10.0% (its median moved 0.0% over 1 measurement(s)" in line
-    assert "on par" in against_target_across_runs([spread_of(0.95)], [wide], 'ref')
-    assert "met" in against_target_across_runs([spread_of(0.85)], [wide], 'ref', clocks='clocks: SM 1980 of 1980 MHz')
+    line = against_target_across_runs([spread_of(0.95)], [wide, spread_of(1.0), spread_of(1.0)], 'ref')
+    assert "spread across this run: 10.0% (its median moved 0.0% over 3 measurement(s)" in line
+    assert "on par: the margin is inside" in line
+    assert "met" in against_target_across_runs([spread_of(0.85)], [wide, spread_of(1.0), spread_of(1.0)], 'ref',
+                                               clocks='clocks: SM 1980 of 1980 MHz')
+
+
+def test_across_runs_too_few_measurements_of_the_reference_give_no_verdict():
+    """Two medians of cuBLAS do not tell its spread: a margin past them (1.06x against a 5% move) is still on par."""
+    for theirs in ([spread_of(1.57)], [spread_of(1.496), spread_of(1.570)]):
+        line = against_target_across_runs([spread_of(1.40)] * len(theirs), theirs, 'cuBLAS bf16')
+        assert line.endswith(f"on par: {len(theirs)} measurement(s) of cuBLAS bf16 are too few to know its spread "
+                             "(a verdict needs 3)")
 
 
 def test_across_runs_needs_the_reference_beside_each_of_ours():
