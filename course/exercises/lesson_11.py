@@ -1,260 +1,383 @@
-"""The exercises of notebook 11: which lane of a warp holds which element of an mma.sync operand, and a swizzle
-that keeps ldmatrix free of bank conflicts. Both are checked on a CPU, against the course's models:
-course/tensor_core_fragments.py (the PTX ISA's fragments, one warp's mma, ldmatrix's passes) and
-course/shared_banks.py (the banks)."""
-import numbers, random
+"""The exercises of notebook 11: how many pieces of K the model of waves and split-K finds fastest, and which thread
+reads which float of a tile whose rows do not start on 16 bytes. Both are checked on a CPU, against the course's
+models: course/waves.py (tiles, units, waves, and the model's time of a split) and course/memory_access.py (the
+32-byte sectors a warp's load touches)."""
+import math, random
 
-from ..shared_banks import BANKS, conflict_ways, passes
-from ..tensor_core_fragments import M16N8K16, WARP, element, from_registers, ldmatrix_passes, round_to_bf16, \
-    to_registers, warp_mma
+from ..memory_access import ELEMENTS_PER_SECTOR, SECTOR_BYTES, WARP_SIZE, sectors_touched
+from ..waves import H100_FP32_TFLOPS, H100_HBM_TBPS, modeled_ms, partial_sums_bytes, plan
+from .lesson_12 import ASK_AGAIN_SEED, whole_numbers
 from .parts import NotYet, need_function, running
 from .registry import exercise
+from .watchdog import KernelTimeout
+
+BATCH_BUDGET_S = 60      # seconds for one round of all the calls of a check (each call alone would have 15)
 
 
-def whole_numbers(value, call, names):
-    """`value`, what the learner's `call` returned, as a tuple of ints, one for each of `names` (just the int where
-    there is one name); a sentence if it is something else."""
-    count = len(names)
-    as_list = " (a numpy array or a tensor: return its `.tolist()`)" if hasattr(value, 'tolist') and not isinstance(value, numbers.Number) else ''
-    if value is None: raise NotYet(f"{call} returned None: end the function with `return {', '.join(names)}`")
-    parts = value if count > 1 else (value,)
-    if count > 1 and (not isinstance(value, (tuple, list)) or len(value) != count):
-        raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return {count} whole numbers, "
-                     f"`return {', '.join(names)}`{as_list}")
-    if any(isinstance(v, float) for v in parts):
-        raise NotYet(f"{call} returned {value!r}, a float: {' and '.join(names)} {'are whole numbers' if count > 1 else 'is a whole number'} "
-                     "(ints); `/` always gives a float, `//` or `>>` keep an int")
-    if not all(isinstance(v, numbers.Integral) for v in parts):
-        kinds = ', '.join(type(v).__name__ for v in parts)
-        raise NotYet(f"{call} returned {value!r} ({kinds}): return whole numbers, Python ints{as_list}")
-    return tuple(int(v) for v in parts) if count > 1 else int(value)
-
-
-# --------------------------------------------------------------------------------------------------
-# 11.1: the map of mma.sync.m16n8k16's A fragment
-# --------------------------------------------------------------------------------------------------
-
-MMA_SEED = 11        # the random tiles of 11.1's warp_mma: the same in every run, so a sentence does not change
-
-
-ASK_AGAIN_SEED = 1111  # the shuffled order of the second round of calls: the same in every run
-
-
-def asked_twice(keys, ask, name):
-    """{key: ask(key)} for every key (a tuple of arguments) in order, then every key asked again in a shuffled order:
-    an answer that depends on the calls before it (a counter, a list popped in turn) rather than on its arguments
-    gives itself away. Raises NotYet where the two answers differ."""
-    answers = {key: ask(key) for key in keys}
-    again = list(answers)
+def answers_of(fn, name, keys, call_text, value_of):
+    """{key: value_of(fn(*key), call_text(key))} for every key (a tuple of arguments), in order; then every key asked
+    again in a shuffled order, where an answer that depends on the calls before it (a counter, a list used up call by
+    call) rather than on its arguments gives itself away. The calls of a round run together under one watchdog (thousands
+    of calls, each under its own, would take seconds); where one raises, the sentence names that call and its line."""
+    def one_round(order):
+        out, failed = {}, None
+        with running(f"{name}, asked {len(order)} questions in a row", BATCH_BUDGET_S):
+            for key in order:
+                try: out[key] = fn(*key)
+                except (KernelTimeout, KeyboardInterrupt): raise
+                except BaseException as e:        # SystemExit too: named below, with its call
+                    failed = key, e
+                    break
+        if failed:
+            key, error = failed
+            with running(call_text(key)): raise error
+        return out
+    first = one_round(keys)
+    answers = {key: value_of(first[key], call_text(key)) for key in keys}
+    again = list(keys)
     random.Random(ASK_AGAIN_SEED).shuffle(again)
+    second = one_round(again)
     for key in again:
-        second = ask(key)
-        if second != answers[key]:
-            raise NotYet(f"{name}{key} returned {answers[key]} the first time and {second} when asked again in another "
+        value = value_of(second[key], call_text(key))
+        if value != answers[key]:
+            raise NotYet(f"{call_text(key)} returned {answers[key]} the first time and {value} when asked again in another "
                          f"order: the answer must depend only on the arguments (no counters or lists used up call by call)")
     return answers
 
 
-def learner_fragment_map(fn, name, shape, operand):
-    "{(lane, i): (row, col)} from the learner's map function, each call checked: two ints inside the operand's tile."
-    rows, cols = shape.size(operand)
-    what = f"{operand.upper()}'s {rows} x {cols} tile"
-
-    def ask(key):
-        call = f"{name}{key}"
-        with running(call): value = fn(*key)
-        r, c = whole_numbers(value, call, ('row', 'col'))
-        if not (0 <= r < rows and 0 <= c < cols):
-            raise NotYet(f"{call} returned ({r}, {c}), outside {what}: rows run 0..{rows - 1} and columns "
-                         f"0..{cols - 1}")
-        return r, c
-    return asked_twice([(lane, i) for lane in range(WARP) for i in range(shape.elements(operand))], ask, name)
+def plural(count, word, words=None): return f"{count} {word if count == 1 else words or word + 's'}"
 
 
-def first_duplicate(cells):
-    "((lane, i), (lane, i), cell) of the first two elements mapped to one cell, or None."
-    seen = {}
-    for key, cell in cells.items():
-        if cell in seen: return seen[cell], key, cell
-        seen[cell] = key
+def and_list(items):
+    "'a, b and c'."
+    items = [str(i) for i in items]
+    return ', '.join(items[:-1]) + ' and ' + items[-1] if len(items) > 1 else ''.join(items)
+
+
+# --------------------------------------------------------------------------------------------------
+# 11.1: how many pieces of K (the model of course/waves.py)
+# --------------------------------------------------------------------------------------------------
+
+MOST_PIECES = 16
+FLOPS_PER_BYTE = round(H100_FP32_TFLOPS / H100_HBM_TBPS)    # 67 TFLOPS against 3.35 TB/s: 20 flops in a byte's time
+assert FLOPS_PER_BYTE * H100_HBM_TBPS == H100_FP32_TFLOPS
+
+# The problems asked about: the lesson's shape set, the eight shapes outside it, the small odd shape's neighbours,
+# the course's awkward shapes, a few more of each kind, then random ones (the same in every run)
+LESSON_SHAPES = ((256, 8192, 8192), (50000, 10, 1000), (777, 1234, 999), (4095, 4095, 4095), (1536, 1536, 1536),
+                 (6000, 6000, 6000), (5120, 256, 5120), (4096, 4096, 4096),
+                 (3001, 3001, 3001), (4097, 4097, 4097), (8190, 2050, 1030), (2500, 3000, 2000), (64, 6000, 3000),
+                 (20000, 300, 500), (1000, 1000, 1000), (2047, 8191, 513), (768, 1232, 1024), (776, 1232, 1000))
+OTHER_SHAPES = ((1, 1, 1), (33, 17, 31), (1000, 300, 700), (1, 300, 700), (1000, 300, 1), (129, 1021, 263),
+                (256, 256, 256), (512, 512, 512), (64, 100000, 64), (8192, 8192, 8192), (100, 10000, 100),
+                (16384, 64, 16384), (128, 4096, 8192), (8192, 4096, 128), (300, 20000, 200))
+RANDOM_SHAPES, SHAPE_SEED = 40, 11
+SPLIT_TILES = ((128, 128), (64, 128), (128, 64), (64, 64), (128, 256), (256, 128))
+SPLIT_BK = (16, 8, 32)
+# (multiprocessors, blocks per multiprocessor): an H100 with 1 to 3 blocks each, smaller GPUs, and a tiny one
+GPUS = ((132, 2), (132, 1), (132, 3), (114, 2), (108, 4), (80, 1), (3, 2))
+SKINNY = (256, 8192, 8192, 128, 128, 16, 132, 2)     # the lesson's: step 5's tiles, 2 blocks per multiprocessor
+
+
+def split_shapes():
+    rng = random.Random(SHAPE_SEED)
+    drawn = [tuple(int(math.exp(rng.uniform(0, math.log(most)))) for most in (10000, 20000, 10000))
+             for _ in range(RANDOM_SHAPES)]
+    return [*LESSON_SHAPES, *OTHER_SHAPES, *drawn]
+
+
+class SplitQuestion(tuple):
+    "The arguments (m, k, n, bm, bn, bk, sms, blocks_per_sm) of one call of best_split, shown with their names."
+    def __str__(self):
+        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('m', 'k', 'n', 'bm', 'bn', 'bk', 'sms', 'blocks_per_sm'), self)) + ')'
+
+
+def split_questions():
+    "Every problem asked about, the lesson's skinny problem first."
+    keys = [SKINNY] + [(m, k, n, bm, bn, bk, sms, per_sm) for m, k, n in split_shapes() for bm, bn in SPLIT_TILES
+                       for bk in SPLIT_BK for sms, per_sm in GPUS]
+    return [SplitQuestion(key) for key in dict.fromkeys(keys)]
+
+
+def allowed_pieces(key):
+    "The numbers of pieces the model allows: 1 to 16, and no more than K has steps of bk."
+    m, k, n, bm, bn, bk, sms, per_sm = key
+    return range(1, min(MOST_PIECES, -(-k // bk)) + 1)
+
+
+def split_plan(key, pieces):
+    m, k, n, bm, bn, bk, sms, per_sm = key
+    return plan(m, k, n, bm, bn, pieces, sms, per_sm, bk)
+
+
+def model_flops(key, pieces):
+    """The model's time of `pieces` pieces (modeled_ms), counted exactly, in flops at the peak rate: the waves'
+    multiply-adds, plus 20 flops for each byte of the partial sums."""
+    m, k, n, bm, bn, bk, sms, per_sm = key
+    p = split_plan(key, pieces)
+    return p.waves * p.slots * 2 * bm * bn * p.k_per_unit + FLOPS_PER_BYTE * partial_sums_bytes(pieces, m, n)
+
+
+def fastest_split(key):
+    "(pieces, flops) of the fewest pieces among those the model finds fastest."
+    costs = {s: model_flops(key, s) for s in allowed_pieces(key)}
+    best = min(costs, key=costs.get)      # the first of equals: the fewest pieces
+    return best, costs[best]
+
+
+def ms_text(x, digits=4): return f"{x:.{digits}g} ms"
+
+
+def times_apart(a, b):
+    "Two times in ms, with as many digits as it takes to tell them apart."
+    for digits in range(4, 13):
+        if ms_text(a, digits) != ms_text(b, digits): return ms_text(a, digits), ms_text(b, digits)
+    return ms_text(a), ms_text(b)
+
+
+def split_words(key, pieces, total):
+    "What the model counts for `pieces` pieces, in words, its time `total` (as text) at the end."
+    m, k, n, bm, bn, bk, sms, per_sm = key
+    p = split_plan(key, pieces)
+    work = 1e3 * p.waves * 2 * bm * bn * p.k_per_unit * p.slots / (H100_FP32_TFLOPS * 1e12)
+    sums = (f" plus {ms_text(1e3 * partial_sums_bytes(pieces, m, n) / (H100_HBM_TBPS * 1e12))} for the partial sums "
+            f"({2 * pieces + 1} x {m} x {n} floats through device memory)" if pieces > 1 else " and no partial sums")
+    return (f"{p.tiles} tile{'s' if p.tiles > 1 else ''} x {plural(pieces, 'piece')} = {plural(p.units, 'unit')} on "
+            f"{p.slots} slots ({sms} x {per_sm}) run in {plural(p.waves, 'wave')}, each as long as one unit's "
+            f"{p.k_per_unit} of K ({plural(p.k_per_unit // bk, 'step')} of {bk}): {ms_text(work)} of multiply-adds{sums}, "
+            f"{total} in all")
+
+
+def split_sentence(name, key, pieces):
+    "Why `pieces` is not the answer for `key`, from the model, or None where it is."
+    best, best_flops = fastest_split(key)
+    if pieces == best: return None
+    call = f"{name}{key}"
+    m, k, n, bm, bn, bk, sms, per_sm = key
+    mine, theirs = (modeled_ms(split_plan(key, s), m, n, bm, bn) for s in (pieces, best))
+    if model_flops(key, pieces) == best_flops:
+        same = ms_text(mine)
+        return (f"{call} returned {pieces}, which the model times as fast as {plural(best, 'piece')}, {same} each: with "
+                f"{pieces}, {split_words(key, pieces, same)}; with {best}, {split_words(key, best, same)}. Where several "
+                "numbers of pieces are as fast, the fewest is asked for")
+    mine_text, best_text = times_apart(mine, theirs)
+    return (f"{call} returned {pieces}: in the model (course.waves: plan, then modeled_ms), "
+            f"{split_words(key, pieces, mine_text)}. The fastest is {plural(best, 'piece')}: "
+            f"{split_words(key, best, best_text)}")
+
+
+@exercise('11.1', 'how many pieces of K',
+          hints=("For each number of pieces s that the model allows (1 to 16, and at most cdiv(k, bk)), count as it does: the "
+                 "tiles (an edge tile counts whole: round up), the units (tiles x s), the waves (units over sms x "
+                 "blocks_per_sm slots, rounded up) and the K of one unit (k / s, rounded up to whole steps of bk). The time "
+                 "in flops is waves x slots x 2 x bm x bn x (K of one unit), plus 20 x (2s + 1) x m x n x 4 when s > 1. "
+                 "Keep the smallest, and on equals the fewest pieces.",
+                 "tiles = cdiv(m, bm) * cdiv(n, bn); for s in range(1, min(16, cdiv(k, bk)) + 1): waves = cdiv(tiles * s, "
+                 "sms * blocks_per_sm); k_unit = cdiv(cdiv(k, s), bk) * bk; flops = waves * sms * blocks_per_sm * 2 * bm * "
+                 "bn * k_unit, plus 20 * (2 * s + 1) * m * n * 4 if s > 1; keep s where flops < the best so far (`<`, not "
+                 "`<=`, so that the fewest pieces stay among equals)."))
+def pieces_of_k(ns, report):
+    name = 'best_split'
+    fn = need_function(ns, name, '(m, k, n, bm, bn, bk, sms, blocks_per_sm)')
+    keys = split_questions()
+
+    def value_of(value, call):
+        if isinstance(value, (tuple, list)):
+            raise NotYet(f"{call} returned {value!r} ({type(value).__name__}): return the number of pieces alone, one "
+                         "whole number")
+        return whole_numbers(value, call, ('pieces',))
+    answers = answers_of(fn, name, keys, lambda key: f"{name}{key}", value_of)
+    for key in keys:
+        pieces, allowed = answers[key], allowed_pieces(key)
+        m, k, n, bm, bn, bk, sms, per_sm = key
+        if not 1 <= pieces <= MOST_PIECES:
+            raise NotYet(f"{name}{key} returned {pieces}: K is cut into 1 to {MOST_PIECES} pieces (the lesson's tuner "
+                         f"tries up to 16; 1 is no split)")
+        if pieces > allowed[-1]:
+            raise NotYet(f"{name}{key} returned {pieces}, but k = {k} makes only {plural(allowed[-1], 'step')} of bk = {bk}: "
+                         f"a piece holds at least one whole step, so at most {allowed[-1]} "
+                         f"piece{'s' if allowed[-1] > 1 else ''} (the model's plan refuses more)")
+    report.ok(f"{name} returns a whole number of pieces, 1 to {MOST_PIECES} and no more than K's steps of bk, for each of "
+              f"the {len(keys)} problems asked ({len(split_shapes())} shapes, {len(SPLIT_TILES)} tile sizes, bk = "
+              f"{and_list(sorted(SPLIT_BK))}, {len(GPUS)} GPUs from {min(s for s, _ in GPUS)} to "
+              f"{max(s for s, _ in GPUS)} multiprocessors), the same when asked again in another order")
+    slower = [key for key in keys if model_flops(key, answers[key]) > fastest_split(key)[1]]
+    for key in slower + keys:       # an answer the model times slower first, then one as fast with more pieces
+        wrong = split_sentence(name, key, answers[key])
+        if wrong: raise NotYet(wrong)
+    m, k, n, bm, bn, bk, sms, per_sm = SKINNY
+    report.ok(f"for all {len(keys)} it is the number of pieces the model finds fastest (course.waves: plan and modeled_ms), "
+              f"the fewest among equals: {answers[SKINNY]} for the lesson's skinny problem, {m} x {k} @ {k} x {n} in "
+              f"{bm} x {bn} tiles")
+
+
+# --------------------------------------------------------------------------------------------------
+# 11.2: which thread reads which float of an unaligned tile
+# --------------------------------------------------------------------------------------------------
+
+LOADS = 4                                     # floats a thread holds of the tile, one load each
+WIDTHS = (4095, 4097, 1234, 1003)             # rows of the matrices the tiles lie in: none a multiple of 4 floats
+FIRST_COLUMNS = range(ELEMENTS_PER_SECTOR)    # where the tile starts in its first row: every place in a sector
+TILE_COLUMNS = (4, 8, 16, 32, 64, 128, 256)
+BLOCK_THREADS = (32, 64, 128, 256, 512)
+FIRST_TILES = ((8, 128), (64, 16))            # a tile of B and one of A, 256 threads each: asked first
+
+
+def tile_shapes():
+    """(rows, cols) of every tile asked about: cols 4 to 256, rows a multiple of 4, read by whole warps of 32 to 512
+    threads, 4 floats a thread. A tile of B and one of A first."""
+    shapes = [(4 * threads // cols, cols) for cols in TILE_COLUMNS for threads in BLOCK_THREADS
+              if 4 * threads % cols == 0 and (4 * threads // cols) % 4 == 0]
+    return list(FIRST_TILES) + [s for s in shapes if s not in FIRST_TILES]
+
+
+def thread_count(rows, cols): return rows * cols // LOADS
+
+
+class TileQuestion(tuple):
+    "The arguments (thread, load, rows, cols) of one call of tile_float, shown with their names."
+    def __str__(self):
+        return '(' + ', '.join(f"{name}={v}" for name, v in zip(('thread', 'load', 'rows', 'cols'), self)) + ')'
+
+
+def tile_questions(shapes):
+    return [TileQuestion((thread, load, rows, cols)) for rows, cols in shapes
+            for thread in range(thread_count(rows, cols)) for load in range(LOADS)]
+
+
+def reference_float(thread, load, rows, cols):
+    "The lesson's `down` layout (Four::down): cols threads share 4 rows, thread j of them reads column j of each."
+    group, j = divmod(thread, cols)
+    return LOADS * group + load, j
+
+
+def warp_loads(table, rows, cols):
+    "{(warp, load): [(row, col) of each lane, in lane order]} of a layout `table` {(thread, load): (row, col)}."
+    return {(warp, load): [table[warp * WARP_SIZE + lane, load] for lane in range(WARP_SIZE)]
+            for warp in range(thread_count(rows, cols) // WARP_SIZE) for load in range(LOADS)}
+
+
+def load_sectors(cells, width, first_column):
+    "The 32-byte sectors a warp load of `cells` touches, the tile's first row at row 0, first column at first_column."
+    return sectors_touched([r * width + first_column + c for r, c in cells])
+
+
+def total_sectors(loads, width, first_column):
+    return sum(load_sectors(cells, width, first_column) for cells in loads.values())
+
+
+def runs_text(numbers, word):
+    "'columns 0..15 and 64..79', 'columns 0, 4, 8, ..., 124', 'rows 0, 4 and 9'."
+    numbers = sorted(set(numbers))
+    if len(numbers) == 1: return f"{word} {numbers[0]}"
+    words = word + 's'
+    steps = {b - a for a, b in zip(numbers, numbers[1:])}
+    if steps == {1} and len(numbers) > 2: return f"{words} {numbers[0]}..{numbers[-1]}"
+    if len(steps) == 1 and len(numbers) > 4:
+        d = steps.pop()
+        return f"{words} {numbers[0]}, {numbers[1]}, {numbers[2]}, ..., {numbers[-1]} ({d} apart)"
+    runs, start = [], numbers[0]
+    for a, b in zip(numbers, numbers[1:] + [None]):
+        if b != a + 1:
+            runs += [f"{start}..{a}"] if a > start + 1 else [str(i) for i in range(start, a + 1)]
+            start = b
+    if len(runs) > 4: return f"{words} {', '.join(runs[:3])}, ... ({len(numbers)} in all)"
+    return f"{words} {and_list(runs)}"
+
+
+def floats_in_words(cells):
+    "Where a warp load's 32 floats lie in the tile, in words: 'row 0, columns 0, 4, 8, ..., 124 (4 apart)'."
+    by_row = {}
+    for r, c in cells: by_row.setdefault(r, []).append(c)
+    patterns = {runs_text(cols, 'column') for cols in by_row.values()}
+    if len(by_row) == 1 or len(patterns) > 1 and len(by_row) <= 2:
+        return '; '.join(f"row {r}, {runs_text(cols, 'column')}" for r, cols in sorted(by_row.items()))
+    if len(patterns) == 1:
+        return f"{runs_text(by_row, 'row')}, {patterns.pop()} of each"
+    return f"{runs_text(by_row, 'row')}, {', '.join(str(len(cols)) for _, cols in sorted(by_row.items()))} floats of each"
+
+
+def worst_load(loads, width, first_column):
+    """(warp, load, sectors) of the warp load that touches the most sectors beyond the fewest its floats fill (8 floats
+    of one row to a sector), the first of equals."""
+    def excess(item):
+        (warp, load), cells = item
+        rows = {}
+        for r, _ in cells: rows[r] = rows.get(r, 0) + 1
+        return load_sectors(cells, width, first_column) - sum(-(-n // ELEMENTS_PER_SECTOR) for n in rows.values())
+    (warp, load), cells = max(sorted(loads.items()), key=excess)
+    return warp, load, load_sectors(cells, width, first_column)
+
+
+def cover_problem(name, table, rows, cols):
+    "The sentence for two loads of the same float of a rows x cols tile (and one never read), or None."
+    seen, read = {}, set(table.values())
+    for (thread, load), cell in table.items():
+        if cell in seen:
+            (t1, l1), r, c = seen[cell], *cell
+            unread = next((i, j) for i in range(rows) for j in range(cols) if (i, j) not in read)
+            return (f"{name}{TileQuestion((t1, l1, rows, cols))} and {name}{TileQuestion((thread, load, rows, cols))} both "
+                    f"return ({r}, {c}): two loads read the same float of the {rows} x {cols} tile, and then some float is "
+                    f"read by none (({unread[0]}, {unread[1]}) is never read). The {thread_count(rows, cols)} threads x "
+                    f"{LOADS} loads must read the tile's {rows * cols} floats once each")
+        seen[cell] = (thread, load)
     return None
 
 
-def random_tile(shape, operand, generator):
-    "A random tile of `operand`, its values bf16 numbers (as mma.sync reads them), as nested lists of floats."
-    import numpy as np
-    rows, cols = shape.size(operand)
-    return round_to_bf16(generator.standard_normal((rows, cols)).astype(np.float32)).astype(float).tolist()
+def sector_problem(name, table, rows, cols):
+    "The sentence for the first row start where the warps' loads of a rows x cols tile touch more sectors than the fewest."
+    mine = warp_loads(table, rows, cols)
+    fewest = warp_loads({key[:2]: reference_float(*key) for key in tile_questions([(rows, cols)])}, rows, cols)
+    for width in WIDTHS:
+        for first_column in FIRST_COLUMNS:
+            got, least = total_sectors(mine, width, first_column), total_sectors(fewest, width, first_column)
+            if got <= least: continue
+            warp, load, sectors = worst_load(mine, width, first_column)
+            first = warp * WARP_SIZE
+            return (f"{name} on the {rows} x {cols} tile ({thread_count(rows, cols)} threads), in a matrix whose rows are "
+                    f"{width} floats long (not a multiple of 4: its rows start at different places in their sectors), the "
+                    f"tile's first column at {first_column}: the warps' "
+                    f"loads touch {got} sectors of {SECTOR_BYTES} bytes, where {least} is the fewest a layout can keep "
+                    f"wherever the rows start. The worst: warp {warp}'s load {load} (threads {first}..{first + WARP_SIZE - 1}, "
+                    f"each its load {load}) reads {floats_in_words(mine[warp, load])}: 32 floats in {sectors} sectors")
+    return None
 
 
-def product_with_a_map(cells, shape=M16N8K16):
-    """D = A.B + C from one warp's model mma on random tiles, A's registers filled by `cells` ({(lane, i): (row, col)})
-    and B's and C's by the PTX ISA's maps: (D as nested lists, A @ B + C computed directly)."""
-    import numpy as np
-    generator = np.random.default_rng(MMA_SEED)
-    a, b, c = (random_tile(shape, op, generator) for op in 'abc')
-    a_regs = [[a[r][col] for (r, col) in (cells[lane, i] for i in range(shape.elements('a')))] for lane in range(WARP)]
-    d = from_registers(shape, 'd', warp_mma(shape, a_regs, to_registers(shape, 'b', b), to_registers(shape, 'c', c)))
-    expected = [[c[r][j] + sum(a[r][x] * b[x][j] for x in range(shape.k)) for j in range(shape.n)] for r in range(shape.m)]
-    return d, expected
+@exercise('11.2', 'which thread reads which float',
+          hints=("A sector that two loads of a warp touch is served twice. Let neighbouring lanes read neighbouring floats "
+                 "of one row, and keep each row's floats together: a row of 32 floats or fewer whole in one warp load, a "
+                 "longer row in pieces of 32 neighbours that start at a multiple of 32. The lesson's `down` layout does "
+                 "both, for every width asked here.",
+                 "Down: `group, j = divmod(thread, cols)`, then `(4 * group + load, j)`: cols threads share 4 rows, one row "
+                 "per load. Or number the tile's floats row by row and let warp load q = 4 * (thread // 32) + load read "
+                 "floats 32q to 32q + 31: `divmod(32 * q + thread % 32, cols)`."))
+def unaligned_tile_loads(ns, report):
+    name = 'tile_float'
+    fn = need_function(ns, name, '(thread, load, rows, cols)')
+    shapes = tile_shapes()
+    keys = tile_questions(shapes)
 
-
-def product_sentence(d, expected):
-    "'the model's warp_mma gets D = A.B + C wrong in N of 128 elements (D[r][c] is x, expected y)', or None where D is right."
-    wrong = [(r, j) for r in range(len(d)) for j in range(len(d[0]))
-             if abs(d[r][j] - expected[r][j]) > 1e-9 * (1 + abs(expected[r][j]))]
-    if not wrong: return None
-    r, j = wrong[0]
-    return (f"the model's warp_mma gets D = A.B + C wrong in {len(wrong)} of {len(d) * len(d[0])} elements (D[{r}][{j}] is "
-            f"{d[r][j]:.4g}, expected {expected[r][j]:.4g})")
-
-
-def which_elements(wrong, per_lane):
-    "'for elements 2, 3, 6 and 7 of every lane' or 'for 40 of the 256 (lane, element) pairs'."
-    elements = sorted({i for _, i in wrong})
-    if len(wrong) == WARP * len(elements):
-        names = ', '.join(map(str, elements[:-1])) + (' and ' if len(elements) > 1 else '') + str(elements[-1])
-        return f"for element{'s' if len(elements) > 1 else ''} {names} of every lane"
-    return f"for {len(wrong)} of the {WARP * per_lane} (lane, element) pairs"
-
-
-@exercise('11.1', 'which lane holds which element',
-          hints=("Elements 0 to 3 of A sit where C's elements 0 to 3 sit, in A's left 8 columns (k = 0..7); elements 4 to 7 "
-                 "repeat that pattern in its right 8 columns (k = 8..15). Draw it: draw_fragments(M16N8K16, lane=5).",
-                 "Take C's rule with i % 4 in place of i, and add 8 to the column for i >= 4: "
-                 "row = group + 8 * (i % 4 >= 2), col = 2 * thread + i % 2 + 8 * (i >= 4)."))
-def a_fragment_map(ns, report):
-    shape, operand, name = M16N8K16, 'a', 'a_fragment_element'
-    fn = need_function(ns, name, '(lane, i)')
-    per_lane = shape.elements(operand)
-    cells = learner_fragment_map(fn, name, shape, operand)
-    twice = first_duplicate(cells)
-    if twice:
-        (l1, i1), (l2, i2), (r, c) = twice
-        raise NotYet(f"{name}({l1}, {i1}) and {name}({l2}, {i2}) both return ({r}, {c}): two registers cannot hold the "
-                     f"same element of A, and then some other element is held by none. The 32 lanes x {per_lane} "
-                     f"elements must cover A's {shape.m * shape.k} elements once each")
-    report.ok(f"{name} returns a (row, col) inside A's 16 x 16 tile for each of the 32 lanes x {per_lane} elements, "
-              "each element of A once")
-    truth = {(lane, i): element(shape, operand, lane, i) for lane in range(WARP) for i in range(per_lane)}
-    wrong = [key for key in cells if cells[key] != truth[key]]
-    d, expected = product_with_a_map(cells, shape)
-    product = product_sentence(d, expected)
-    if wrong:
-        lane, i = wrong[0]
-        (r, c), (tr, tc) = cells[lane, i], truth[lane, i]
-        consequence = f". Registers filled by your map hand mma.sync a scrambled A: on random bf16 tiles, {product}" if product else ''
-        raise NotYet(f"lane {lane}, element {i}: you say ({r}, {c}); mma.sync reads A[{tr}][{tc}] there (your map "
-                     f"differs {which_elements(wrong, per_lane)}){consequence}")
-    report.ok(f"it is mma.sync.m16n8k16's map of A for all {WARP * per_lane} (lane, element) pairs (the PTX ISA's layout, "
-              "as course.tensor_core_fragments.element gives it)")
-    if product: raise NotYet(f"registers filled by your map: {product}")   # the model's own map: not expected, said if it happens
-    report.ok("registers filled by your map: the model's warp_mma gives D = A.B + C right, all 128 elements, on random "
-              "bf16 tiles")
-
-
-# --------------------------------------------------------------------------------------------------
-# 11.2: a swizzle of a shared tile's 16-byte chunks, by the bank model
-# --------------------------------------------------------------------------------------------------
-
-ROW_ELEMENTS, ELEMENT_BYTES = 64, 2                 # a row of the tile: 64 bf16 values, 128 bytes
-CHUNK_ELEMENTS = 16 // ELEMENT_BYTES                # a 16-byte chunk: 8 values, the row an ldmatrix lane names
-CHUNKS = ROW_ELEMENTS // CHUNK_ELEMENTS             # 8 chunks per row
-TILE_ROWS = 128                                     # the rows of the tile checked
-PIECE_ROWS = 16                                     # an ldmatrix.x4 of A: a 16 x 16 piece, two chunks wide
-WORDS_PER_CHUNK = 16 // 4
-
-
-def learner_swizzle_table(fn, name):
-    "table[row][chunk] = the place the learner's swizzle stores that chunk at, each call checked: an int in 0..7."
-    def ask(key):
-        call = f"{name}{key}"
-        with running(call): value = fn(*key)
-        place = whole_numbers(value, call, ('place',))
-        if not 0 <= place < CHUNKS:
-            raise NotYet(f"{call} returned {place}: a row of the tile has {CHUNKS} chunks of 16 bytes, so the place "
-                         f"a chunk is stored at must be 0..{CHUNKS - 1}")
-        return place
-    places = asked_twice([(row, chunk) for row in range(TILE_ROWS) for chunk in range(CHUNKS)], ask, name)
-    return [[places[row, chunk] for chunk in range(CHUNKS)] for row in range(TILE_ROWS)]
-
-
-def chunk_offset(table, row, chunk):
-    "The element offset at which chunk `chunk` of row `row` starts in the swizzled tile."
-    return row * ROW_ELEMENTS + table[row][chunk] * CHUNK_ELEMENTS
-
-
-def ldmatrix_row_starts(table, row0, chunk0):
-    "The 32 row addresses (element offsets) of an ldmatrix.x4 of the 16 x 16 piece at rows row0.., chunks chunk0, chunk0 + 1."
-    return [chunk_offset(table, row0 + lane % PIECE_ROWS, chunk0 + lane // PIECE_ROWS) for lane in range(WARP)]
-
-
-def matrix_rows_and_chunk(row0, chunk0, j):
-    "The 8 rows and the chunk that 8 x 8 matrix j (lanes 8j..8j+7) of that ldmatrix.x4 reads."
-    first = row0 + 8 * (j % 2)
-    return list(range(first, first + 8)), chunk0 + j // 2
-
-
-def chunk_words(table, row, chunk):
-    "The 4-byte words of shared memory that chunk `chunk` of row `row` occupies."
-    start = chunk_offset(table, row, chunk) * ELEMENT_BYTES // 4
-    return list(range(start, start + WORDS_PER_CHUNK))
-
-
-def worst_ldmatrix(table):
-    "(ways, row0, chunk0, j) of the ldmatrix.x4 matrix with the most passes, the first of equals."
-    worst = None
-    for row0 in range(0, TILE_ROWS, PIECE_ROWS):
-        for chunk0 in range(0, CHUNKS, 2):
-            for j, ways in enumerate(ldmatrix_passes(ldmatrix_row_starts(table, row0, chunk0), 4, ELEMENT_BYTES)):
-                if worst is None or ways > worst[0]: worst = (ways, row0, chunk0, j)
-    return worst
-
-
-def conflict_sentence(table, name, ways, row0, chunk0, j):
-    "Why that ldmatrix.x4 meets a `ways`-way bank conflict, from the bank model, in a sentence."
-    rows, chunk = matrix_rows_and_chunk(row0, chunk0, j)
-    words = [w for r in rows for w in chunk_words(table, r, chunk)]
-    _, bank, bank_words = conflict_ways(words)
-    crowded = [r for r in rows if set(chunk_words(table, r, chunk)) & set(bank_words)]
-    places = ', '.join(str(table[r][chunk]) for r in rows)
-    together = f"{crowded[0]} and {crowded[1]} both need" if len(crowded) == 2 else f"{', '.join(map(str, crowded))} all need"
-    an = 'an' if ways in (8, 11, 18) else 'a'
-    return (f"with your {name}, an ldmatrix.x4 of the 16 x 16 piece at rows {row0}..{row0 + PIECE_ROWS - 1}, chunks {chunk0} "
-            f"and {chunk0 + 1} meets {an} {ways}-way bank conflict: its 8 x 8 matrix {j} reads chunk {chunk} of rows "
-            f"{rows[0]}..{rows[-1]}, which those rows store at places {places}. A row is {ROW_ELEMENTS * ELEMENT_BYTES} "
-            f"bytes, all {BANKS} banks, so a place is the same 4 banks in every row: rows {together} bank {bank}, {ways} "
-            f"different words, {ways} passes instead of 1. "
-            "The 8 rows one matrix reads must keep its chunk at 8 different places")
-
-
-@exercise('11.2', 'swizzle away the bank conflicts',
-          hints=(f"A row is 128 bytes, the width of all {BANKS} banks, so a place in the row is the same 4 banks in every "
-                 "row. The 8 rows that one 8 x 8 matrix of an ldmatrix reads (8 consecutive rows) must store its chunk at 8 "
-                 "different places: let the place depend on row % 8, and keep each row a permutation of 0..7.",
-                 "XOR the chunk with row % 8: for one chunk, 8 consecutive rows give 8 different places, and for one row "
-                 "chunk -> chunk ^ (row % 8) is its own inverse, so a permutation of 0..7. (chunk + row) % 8 works too."))
-def swizzle_chunks(ns, report):
-    name = 'swizzle'
-    fn = need_function(ns, name, '(row, chunk)')
-    table = learner_swizzle_table(fn, name)
-    for row, places in enumerate(table):
-        if len(set(places)) < CHUNKS:
-            a = next(c for c in range(CHUNKS) if places.count(places[c]) > 1)
-            b = next(c for c in range(a + 1, CHUNKS) if places[c] == places[a])
-            unused = next(p for p in range(CHUNKS) if p not in places)
-            raise NotYet(f"two chunks of row {row} land on the same place: {name}({row}, {a}) and {name}({row}, {b}) "
-                         f"both return {places[a]}, so one overwrites the other and the row loses data (and place "
-                         f"{unused} is never used). Within each row, {name} must send the {CHUNKS} chunks to "
-                         f"{CHUNKS} different places: a permutation of 0..{CHUNKS - 1}")
-    report.ok(f"within each of the {TILE_ROWS} rows, the {CHUNKS} chunks go to {CHUNKS} different places: no data lost")
-    for row in range(TILE_ROWS):       # a cp.async of a row: 8 lanes, 16 bytes each, one shared-memory pass at best
-        ways = passes([w for chunk in range(CHUNKS) for w in chunk_words(table, row, chunk)])
-        if ways > 1:   # only a non-permutation could do this, and it was rejected above
-            raise NotYet(f"the cp.async writes of row {row} (8 lanes, one chunk each) take {ways} passes")
-    report.ok(f"the cp.async writes of a whole row (8 lanes, 16 bytes each) touch all {BANKS} banks once: 1 pass, every row")
-    ways, row0, chunk0, j = worst_ldmatrix(table)
-    if ways > 1: raise NotYet(conflict_sentence(table, name, ways, row0, chunk0, j))
-    report.ok(f"every ldmatrix.x4 of a 16 x 16 piece (rows 16p..16p+15 of the {TILE_ROWS}, chunks c0 and c0 + 1 for "
-              "c0 = 0, 2, 4, 6) takes 1 pass per 8 x 8 matrix (the bank model): the worst case found is 1 way, no bank "
-              "conflict")
+    def value_of(value, call):
+        return whole_numbers(value, call, ('row', 'col'))
+    answers = answers_of(fn, name, keys, lambda key: f"{name}{key}", value_of)
+    for key in keys:
+        thread, load, rows, cols = key
+        r, c = answers[key]
+        if not (0 <= r < rows and 0 <= c < cols):
+            raise NotYet(f"{name}{key} returned ({r}, {c}), outside the {rows} x {cols} tile: rows run 0..{rows - 1} and "
+                         f"columns 0..{cols - 1}")
+    tables = {(rows, cols): {key[:2]: answers[key] for key in tile_questions([(rows, cols)])} for rows, cols in shapes}
+    for (rows, cols), table in tables.items():
+        problem = cover_problem(name, table, rows, cols)
+        if problem: raise NotYet(problem)
+    report.ok(f"{name} returns a (row, col) inside the tile for every thread and load of {len(shapes)} tile shapes (rows "
+              f"of {and_list(TILE_COLUMNS)} floats, {min(BLOCK_THREADS)} to {max(BLOCK_THREADS)} threads), each float of "
+              "each tile read once, the same when asked again in another order")
+    for (rows, cols), table in tables.items():
+        problem = sector_problem(name, table, rows, cols)
+        if problem: raise NotYet(problem)
+    examples = [(rows, cols, total_sectors(warp_loads(tables[rows, cols], rows, cols), WIDTHS[0], 3)) for rows, cols in FIRST_TILES]
+    report.ok(f"in matrices whose rows are {and_list(WIDTHS)} floats long, the tile's first column at 0 to "
+              f"{FIRST_COLUMNS[-1]}, the warps' loads of every tile touch the fewest sectors of {SECTOR_BYTES} bytes a layout "
+              f"can keep wherever the rows start (course.memory_access.sectors_touched): on rows of {WIDTHS[0]} from "
+              f"column 3, " + ' and '.join(f"{n} for the {r} x {c} tile" for r, c, n in examples))
