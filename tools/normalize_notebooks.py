@@ -7,10 +7,11 @@ When JupyterLab opens a notebook it starts the kernel named in its kernelspec an
 into the notebook's metadata
 - `kernelspec`: that kernel's name, display_name and language (from its kernel.json: "Python 3 (ipykernel)");
 - `language_info`: the kernel's kernel_info reply as is, the Python version included ("3.11.7" for .venv here);
-and it keeps `nbformat_minor` (raising it to 4 at least; our notebooks carry cell ids, which need 4.5). If any of
-these differs from the file, the notebook is marked modified at once and autosave writes it back two minutes later.
-(Measured with JupyterLab 4.6 in headless Chromium: a notebook whose metadata is exactly this opens unmodified; a
-different Python version alone, a missing `language` in kernelspec or a missing language_info marks it modified.)
+and it saves `nbformat_minor` as the file has it (5 here: nbformat 4.5 is the one with cell ids, which our notebooks
+carry). If kernelspec or language_info differs from the file, the notebook is marked modified at once and autosave
+writes it back two minutes later. (Measured with JupyterLab 4.6 in headless Chromium: a notebook whose metadata is
+exactly this opens unmodified; a different Python version alone, a display_name "Python 3", a missing `language` in
+kernelspec, or a missing language_info marks it modified.)
 
 This tool asks the kernel itself (started the way JupyterLab starts it, with the .venv's Python) and writes those
 values, keys sorted as the server saves them; other metadata keys and every cell stay byte for byte as they are.
@@ -18,7 +19,7 @@ Idempotent. --check changes nothing: it lists the notebooks that differ and exit
 The Python version is the .venv's: after notebooks are executed elsewhere (tools/run_notebooks.py on a GPU machine
 records that machine's Python), run this tool again here.
 """
-import json, os, sys, tempfile
+import json, os, subprocess, sys, tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,7 +51,7 @@ def kernel_metadata(kernel_name='python3'):
         os.environ.pop('JUPYTER_PATH', None)
         try:
             spec = KernelSpecManager().get_kernel_spec(kernel_name)
-            km, kc = start_new_kernel(kernel_name=kernel_name)
+            km, kc = start_new_kernel(kernel_name=kernel_name, stderr=subprocess.DEVNULL)
             try:
                 info = kc.kernel_info(reply=True, timeout=60)['content']['language_info']
             finally:
@@ -90,14 +91,20 @@ def differences(old, new):
     return found
 
 
-def normalize(path, check=False, cache={}):
+_asked = {}   # kernel name -> its metadata, asked once per run
+
+
+def expected_metadata(kernel_name='python3'):
+    if kernel_name not in _asked: _asked[kernel_name] = kernel_metadata(kernel_name)
+    return _asked[kernel_name]
+
+
+def normalize(path, check=False):
     """Normalize one notebook (or, with check, only compare); return the list of differences found, [] if none.
     Raises ValueError for a file the tool would have to reformat beyond its metadata."""
     text = Path(path).read_text(encoding='utf-8')
     nb = json.loads(text)
-    name = nb.get('metadata', {}).get('kernelspec', {}).get('name', 'python3')
-    if name not in cache: cache[name] = kernel_metadata(name)
-    new = normalized(nb, cache[name])
+    new = normalized(nb, expected_metadata(nb.get('metadata', {}).get('kernelspec', {}).get('name', 'python3')))
     new_text = serialize(new)
     if new_text == text: return []
     found = differences(nb, new) or ["top-level layout"]
