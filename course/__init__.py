@@ -36,6 +36,7 @@ own helpers, and imports of what the notebooks use from here.
 | `hopper_dispatch` | `dispatch_bf16`: the input check, the GPU check and the TMA-or-fallback choice of the Hopper matmul wrappers |
 | `targets` | `against_target`: a time against a reference's, said as met or missed by how much |
 | `climb` | the one list of the course's GPU kernels (notebook 14's too), and the climb so far: every kernel up to a notebook timed together against cuBLAS and drawn, one bar each, at the end of each lesson |
+| `step_listings` | one step's kernel whole: a template's compile-time switches evaluated on the text (`if constexpr`, constant ifs and ternaries), and the diff of two steps |
 | `wgmma_layout` | where TMA's 128-byte swizzle puts each value of a tile and where a wgmma matrix descriptor (LBO, SBO) reads it, the count of values a descriptor misplaces, and the descriptor's bits |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
 | `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch; `profile_each` (one launch per step, each in a fresh process), `notebook_launch` and `print_counters` |
