@@ -85,12 +85,15 @@ def _bf16_kernels(nb):
     return out
 
 
-def course_kernels(up_to='13', dtypes=('float32', 'bfloat16')):
+def course_kernels(up_to='13', dtypes=('float32', 'bfloat16'), modules=None):
     """[Kernel] for every GPU kernel of the notebooks up to `up_to` (a notebook number as a string), in the order they
-    are taught, of the given dtypes. Only the notebooks needed are imported. bf16 kernels need a GPU with tensor
-    cores (notebook 13's, a Hopper GPU): those the GPU here cannot run are left out (`runnable`)."""
+    are taught, of the given dtypes. Only the notebooks needed are imported; `modules` ({'10': module, ...}) gives
+    some already imported, whose state (a tuner's choices, say) the caller shares: each import_notebook is a fresh
+    module. bf16 kernels need a GPU with tensor cores (notebook 13's, a Hopper GPU): those the GPU here cannot run
+    are left out (`runnable`)."""
     from .notebook_import import import_notebook
-    nb = {n: import_notebook(n) for n in NOTEBOOKS if n <= up_to}
+    modules = modules or {}
+    nb = {n: modules[n] if n in modules else import_notebook(n) for n in NOTEBOOKS if n <= up_to}
     found = {**({} if 'float32' not in dtypes else _fp32_kernels(nb))}
     if 'bfloat16' in dtypes:
         for n, kernels in _bf16_kernels(nb).items(): found.setdefault(n, []).extend(kernels)

@@ -59,3 +59,12 @@ def test_each_line_compares_a_kernel_with_cublas_in_its_own_precision():
     assert len(lines) == 3
     assert '0.12x cuBLAS fp32' in lines[0] and '0.25x cuBLAS fp32' in lines[1]     # 2.5 / 20 and 2.5 / 10
     assert '0.95x cuBLAS bf16' in lines[2]                                          # 0.19 / 0.2
+
+
+def test_the_caller_can_share_its_modules_and_their_state():
+    from utils import import_notebook
+    nb10 = import_notebook('10')
+    kernels = {k.name: k for k in climb.course_kernels('10', dtypes=('float32',), modules={'10': nb10})}
+    nb10.TUNED[(12345, 7, 3)] = nb10.SEARCH_SPACE[0]          # a choice made through the caller's module ...
+    assert kernels['register-tiled, autotuned (10)'].tile((12345, 7, 3)) == climb.tile_params(nb10.SEARCH_SPACE[0].params)
+    assert kernels['register-tiled, autotuned (10)'].fn is nb10.matmul_autotuned      # ... is the list's
