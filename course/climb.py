@@ -49,11 +49,9 @@ def _fp32_kernels(nb):
         add('07', 'template tw=32 (07)', functools.partial(nb['07'].matmul_tmpl, tw=32), square(32))
     if '08' in nb:
         add('08', 'Numba, runtime tw (08)', nb['08'].matmul_numba_dyn, square(tw(nb['08'].matmul_numba_dyn)))
-    if '09' in nb:
-        add('09', 'Numba, runtime tw, uint32 + while (09)', nb['09'].matmul_numba_dyn_tuned, square(tw(nb['09'].matmul_numba_dyn_tuned)))
-    if '08' in nb:
         add('08', 'Numba, constant tw (08)', nb['08'].matmul_numba_static, square(tw(nb['08'].matmul_numba_static)))
     if '09' in nb:
+        add('09', 'Numba, runtime tw, uint32 + while (09)', nb['09'].matmul_numba_dyn_tuned, square(tw(nb['09'].matmul_numba_dyn_tuned)))
         add('09', 'Numba, constant tw, unsigned indices (09)', nb['09'].matmul_numba_unsigned, square(tw(nb['09'].matmul_numba_unsigned)))
     if '10' in nb:
         nb10 = nb['10']
@@ -61,12 +59,11 @@ def _fp32_kernels(nb):
             if not name.startswith('07'): add('10', f'{name} (10)', fn, tile_params(fn.params))
         add('10', 'register-tiled, autotuned (10)', nb10.matmul_autotuned,
             lambda shape: tile_params(nb10.TUNED[shape].params) if shape in nb10.TUNED else None)
+        add('10', 'Numba register-tiled (10)', nb10.matmul_numba_warptiled, tile_params(nb10.NUMBA_CONFIG))
     if '11' in nb:
         nb11 = nb['11']
         add('11', EVERY_SHAPE, nb11.matmul_fp32,
             lambda shape: tile_params(nb11.FP32_TUNED[shape].params) if shape in nb11.FP32_TUNED else None)
-    if '10' in nb:
-        add('10', 'Numba register-tiled (10)', nb['10'].matmul_numba_warptiled, tile_params(nb['10'].NUMBA_CONFIG))
     return out
 
 
@@ -94,9 +91,9 @@ def course_kernels(up_to='13', dtypes=('float32', 'bfloat16'), modules=None):
     from .notebook_import import import_notebook
     modules = modules or {}
     nb = {n: modules[n] if n in modules else import_notebook(n) for n in NOTEBOOKS if n <= up_to}
-    found = {**({} if 'float32' not in dtypes else _fp32_kernels(nb))}
-    if 'bfloat16' in dtypes:
-        for n, kernels in _bf16_kernels(nb).items(): found.setdefault(n, []).extend(kernels)
+    found = {}                                   # notebook -> its kernels (fp32 up to 11, bf16 in 12 and 13)
+    if 'float32' in dtypes: found.update(_fp32_kernels(nb))
+    if 'bfloat16' in dtypes: found.update(_bf16_kernels(nb))
     return [k for n in NOTEBOOKS if n in found for k in found[n] if runnable(k)]
 
 

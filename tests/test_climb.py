@@ -37,7 +37,6 @@ def test_bf16_kernels_are_left_out_where_this_gpu_cannot_run_them():
 
 
 def fake_bars():
-    ms = {'naive CUDA C (01)': 20.0, 'template tw=32 (07)': 10.0, 'step 8 (13)': 0.2}
     def bar(name, notebook, dtype, t): return climb.Bar(name, notebook, dtype, 2 * 4096**3 / t / 1e9, spread([t] * 5))
     return [bar('naive CUDA C (01)', '01', 'float32', 20.0), bar('template tw=32 (07)', '07', 'float32', 10.0),
             bar('step 8 (13)', '13', 'bfloat16', 0.2), bar('cuBLAS fp32 (TF32 off)', '', 'float32', 2.5),

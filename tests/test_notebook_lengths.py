@@ -2,12 +2,12 @@
 parts, and whole by the notebook's listings). The one exception is a learner's own cell (`#| exercise`): it holds
 the whole kernel they complete, which the checker reads as one cell."""
 import json
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / 'notebooks').glob('[0-9]*.ipynb')) + sorted((ROOT / 'notebooks' / 'exercises').glob('[0-9]*.ipynb'))
+from conftest import ROOT, load_script
+
+NOTEBOOKS = load_script('tools/saved_outputs.py', 'saved_outputs').notebooks()   # as the other checks of what a learner reads
 LONGEST_CODE_CELL = 40
 
 
