@@ -326,23 +326,45 @@ def run_nt_kernel(kernel, m, nt, seed, races_checked=True):
 
 def overlapping_rows(kernel, m, nt, seed, race):
     """The sentence for two threads storing one shared word in one phase (`race`, see double_store): rows of a tile that
-    overlap, found by running the kernel again with the races left unchecked and reading the rows its warps store."""
+    overlap, found by running the kernel again with the races left unchecked and reading the rows its warps store.
+    Which race the threaded run catches first depends on the OS's scheduling, so the sentence does not start from it:
+    it names the first overlapping pair of rows in the full trace (first block, first tile, first rows) and the threads
+    that stored their shared word, the same on every run."""
     block, first, second, word = race
     both = (f"threads (x={first[0]}, y={first[1]}) and (x={second[0]}, y={second[1]}) of block (x={block[0]}, "
             f"y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
     try:
         with running("matmul_nt_k again, its races unchecked"): _, trace = run_nt_kernel(kernel, m, nt, seed, races_checked=False)
     except NotYet: trace = None
-    name, base, end = next((t for t in NT_TILES if t[1] <= word < t[2]), ('shared memory', 0, NT_SHARED))
-    starts = [s for s in stored_rows(trace, dim3(NT_TW, NT_TH), block) if base <= s < end] if trace else []
-    holding = [s for s in starts if s <= word < s + WARP_SIZE]
-    if len(holding) < 2:
+    found = first_overlap(trace) if trace else None
+    if found is None:
+        name = next((t[0] for t in NT_TILES if t[1] <= word < t[2]), 'shared memory')
         return f"{both}: two elements of {name} land in one word, so its layout in shared memory overlaps"
-    a, b = holding[:2]
-    ra, rb = starts.index(a), starts.index(b)
+    block, name, (ra, a), (rb, b), threads = found
+    word = b                                     # element 0 of row rb, and element b - a of row ra
+    both = (f"threads (x={threads[0][0]}, y={threads[0][1]}) and (x={threads[1][0]}, y={threads[1][1]}) of block "
+            f"(x={block[0]}, y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
     return (f"rows {ra} and {rb} of {name} overlap in shared memory: its warps store each row as {WARP_SIZE} floats, but "
             f"row {ra} starts at shared[{a}] and row {rb} at shared[{b}], {b - a} floats further, so element {word - a} of row "
             f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both}")
+
+
+def first_overlap(trace):
+    """The first two rows of a shared tile that overlap in an unchecked run's trace: (block, tile's name, (row, first
+    word), (row, first word), the first two threads that stored the second row's first word), or None. Blocks in order
+    (y, then x), tiles as NT_TILES lists them, rows by their place in shared memory."""
+    blocks = sorted({b for b, t in trace.addresses if t is not None}, key=lambda b: tuple(b)[::-1])
+    for block in blocks:
+        rows = stored_rows(trace, dim3(NT_TW, NT_TH), block)
+        for name, base, end in NT_TILES:
+            starts = [s for s in rows if base <= s < end]
+            for r, (a, b) in enumerate(zip(starts, starts[1:])):
+                if b >= a + WARP_SIZE: continue
+                threads = sorted((tuple(t)[:2] for (bl, t), made in trace.addresses.items() if bl == block and t is not None
+                                  and any(where == 'shared' and kind == 'write' and i == b for where, kind, _, i in made)),
+                                 key=lambda t: t[::-1])
+                if len(threads) >= 2: return block, name, (r, a), (r + 1, b), threads[:2]
+    return None
 
 
 @exercise('06.3', 'shared-memory banks, with n given transposed',
