@@ -42,7 +42,7 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
     medians over the lowest (at least its widest middle half, where it was measured once), is printed first. The
     target is 'met' or 'missed' only where each paired ratio clears the goal by more than that spread; otherwise the
     margin is inside the spread and the sentence says 'on par'. With fewer than MIN_REFERENCE_MEASUREMENTS of the
-    reference, its spread is too poorly known for a verdict: the sentence says 'on par' and why. `clocks`, a short text (course.timing.gpu_clocks), is
+    reference, its spread is too poorly known for a verdict: the sentence says 'no verdict' and why. `clocks`, a short text (course.timing.gpu_clocks), is
     added where given."""
     if not ours or len(theirs) < len(ours): raise ValueError("every measurement of ours needs the reference's beside it")
     ratios = [t.median / o.median for o, t in zip(ours, theirs)]
@@ -51,7 +51,7 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
     widest = max((t.q3 - t.q1) / t.median for t in theirs)
     across = max(moved, widest)
     if len(theirs) < MIN_REFERENCE_MEASUREMENTS:
-        word = (f"on par: {len(theirs)} measurement(s) of {reference_name} are too few to know its spread "
+        word = (f"no verdict: {len(theirs)} measurement(s) of {reference_name} are too few to know its spread "
                 f"(a verdict needs {MIN_REFERENCE_MEASUREMENTS})")
     elif min(ratios) > goal * (1 + across): word = "met: above it by more than that spread"
     elif max(ratios) < goal * (1 - across): word = "missed: below it by more than that spread"
