@@ -54,4 +54,5 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.simulated`, `exercises.gpu_kernels` | what the checks of Python kernels, and of CUDA C and Numba kernels, share |
 | `exercises.lesson_01` ... `lesson_13` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
+| `cluster_model` | what notebook 13's steps 4 and 5 buy in memory traffic: the bytes a block asks L2 for with and without TMA multicast, the tiles a persistent round computes in each tile order and the panels of A and B it reads (and a whole run's DRAM reads, estimated), with a drawing of each |
 """

@@ -212,10 +212,14 @@ EVENT_STYLE = {'issue': dict(color='#1f77b4', label='producer: issue a TMA copy'
 THIN = {'hidden store'}       # drawn as a thin bar under the consumer's row: the consumer is not held by it
 
 
-def draw_pipeline(run, title=None):
+def draw_pipeline(run, title=None, row_names=None, event_labels=None, xmax=None):
     """The Run as a timeline: a row per party (producer, the copies, each consumer), bars per event labelled with
     their tile (of K; a store's, of C); each bar carries the gid 'who:what:tile' so that what is drawn can be read
-    back. A hidden store is a thin bar under its consumer's row."""
+    back. A hidden store is a thin bar under its consumer's row. The same protocol describes other pipelines (notebook
+    12's cp.async stages): `row_names` ({party: label}) and `event_labels` ({event kind, a key of EVENT_STYLE: legend
+    label}) rename what is drawn, and `xmax` sets the time axis's end (to draw several runs on one scale)."""
+    unknown = set(event_labels or ()) - set(EVENT_STYLE)
+    if unknown: raise ValueError(f"event_labels: no event kind {sorted(unknown)}; the kinds are {sorted(EVENT_STYLE)}")
     import matplotlib.pyplot as plt
     rows = ['producer', 'copy'] + sorted({e.who for e in run.events if e.who.startswith('consumer')})
     fig, ax = plt.subplots(figsize=(11, 0.7 * len(rows) + 1.4))
@@ -223,7 +227,8 @@ def draw_pipeline(run, title=None):
     for e in run.events:
         y = len(rows) - 1 - rows.index(e.who)
         style = dict(EVENT_STYLE[e.what])
-        label = style.pop('label')
+        label = (event_labels or {}).get(e.what, style.pop('label'))
+        style.pop('label', None)
         thin = e.what in THIN
         bar = ax.barh(y - 0.38 if thin else y, e.end - e.start, left=e.start, height=0.14 if thin else 0.6,
                       edgecolor='w', linewidth=0 if thin else 0.8,
@@ -233,9 +238,9 @@ def draw_pipeline(run, title=None):
         if e.what not in ('wait', *THIN) and e.end - e.start >= 0.8:
             ax.text((e.start + e.end) / 2, y, str(e.tile), ha='center', va='center', fontsize=8,
                     color='w' if e.what in ('math', 'store') else 'k')
-    names = {'copy': 'TMA (bytes landing)'}
+    names = {'copy': 'TMA (bytes landing)', **(row_names or {})}
     ax.set_yticks(range(len(rows)), [names.get(r, r) for r in reversed(rows)])
-    ax.set_xlim(0, run.total * 1.02)
+    ax.set_xlim(0, (xmax or run.total) * 1.02)
     ax.set_xlabel("time (abstract units); the number on a bar is its tile of K (on a store, its tile of C)")
     ax.set_title(title or f"{run.total:.1f} units")
     ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)

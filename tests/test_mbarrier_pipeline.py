@@ -75,6 +75,20 @@ def test_the_drawing_has_a_bar_per_event():
     plt.close(fig)
 
 
+def test_the_drawing_can_rename_rows_and_events_and_share_a_scale():
+    import matplotlib.pyplot as plt
+    run = simulate(4, stages=2, consumers=1)
+    fig = draw_pipeline(run, row_names={'producer': 'threads: issue copies', 'consumer 0': 'threads: mma.sync'},
+                        event_labels={'math': 'mma.sync on the stage'}, xmax=2 * run.total)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ['threads: mma.sync', 'TMA (bytes landing)', 'threads: issue copies']
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert 'mma.sync on the stage' in legend and 'consumer: wgmma on the stage' not in legend
+    assert ax.get_xlim()[1] == pytest.approx(2 * run.total * 1.02)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no event kind"): draw_pipeline(run, event_labels={'mma': 'x'})
+
+
 def test_a_stored_epilogue_holds_the_consumers_and_an_overlapped_one_does_not():
     plain = simulate(12, stages=4, k_tiles=4, latency=6, math=4)
     stored = simulate(12, stages=4, k_tiles=4, latency=6, math=4, epilogue=6)
