@@ -151,6 +151,8 @@ def climb_lines(bars):
 
 
 COLOURS = {'float32': '#4878a8', 'bfloat16': '#d08838'}
+COLOUR_NAMES = {'float32': 'blue', 'bfloat16': 'orange'}       # as the legend names COLOURS
+DTYPE_NAMES = {'float32': 'float32', 'bfloat16': 'bf16'}
 
 
 def climb_chart(bars, shape=CLIMB_SHAPE, title=None):
@@ -174,7 +176,8 @@ def climb_chart(bars, shape=CLIMB_SHAPE, title=None):
     ax.set_yticks(range(len(kernels)), [b.name for b in kernels], fontsize=8.5)
     ax.set_ylim(len(kernels) - 0.5, -2.4)                      # the first taught at the top, room for the labels
     ax.set_xscale('log')                                       # 1 to 1000 TFLOP/s: every step stays visible
-    ax.set_xlabel('TFLOP/s on a log scale, median over the rounds (higher is better); blue: float32, orange: bf16')
+    colours = ', '.join(f"{COLOUR_NAMES[d]}: {DTYPE_NAMES[d]}" for d in COLOURS if any(b.dtype == d for b in kernels))
+    ax.set_xlabel(f'TFLOP/s on a log scale, median over the rounds (higher is better); {colours}')
     ax.set_title(title or f"The climb so far: every kernel of the course on {h}x{k} @ {k}x{w}", fontsize=10)
     ax.set_xlim(low, max(b.tflops for b in bars) * 2.2)
     plt.close(fig)

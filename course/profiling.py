@@ -60,10 +60,16 @@ def profile_each(snippets, kernel_regex, counters, cwd=None, timeout=600):
             for key, snippet in snippets.items()}
 
 
-def print_counters(profiles, row_names, counters, name_width, column_width, number_format='.2f'):
+def print_counters(profiles, row_names, counters, name_width, column_width, number_format='.2f', by_counter=False):
     """Print `profiles` ({key: {counter: value}}, as `profile_each` returns them) as a table: a row per key, named
     `row_names[key]` in a column `name_width` wide, and a column per entry of `counters` ({title: counter}),
-    `column_width` wide, each value in `number_format`."""
+    `column_width` wide, each value in `number_format`. `by_counter`: the table turned, a row per counter (its title
+    in the `name_width` column) and a column per key, for many counters of few kernels."""
+    if by_counter:
+        print(f"  {'counter':{name_width}s}" + ''.join(f"{row_names[key]:>{column_width}s}" for key in profiles))
+        for title, counter in counters.items():
+            print(f"  {title:{name_width}s}" + ''.join(f"{values[counter]:{column_width}{number_format}}" for values in profiles.values()))
+        return
     print(f"  {'step':{name_width}s}" + ''.join(f"{title:>{column_width}s}" for title in counters))
     for key, values in profiles.items():
         print(f"  {row_names[key]:{name_width}s}" +

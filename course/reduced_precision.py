@@ -43,11 +43,12 @@ def error_against_float64(out, m, n, precision):
     return worst, rms
 
 
-def check_reduced_precision(fn, precision, shapes, device='cuda'):
-    """Run fn(m, n) on random normal inputs of each (h, k, w) in `shapes`, print one line per shape with its error,
-    and return True if every output is the right shape and dtype and within the precision's bound."""
+def check_reduced_precision(fn, precision, shapes, device='cuda', label=None):
+    """Run fn(m, n) on random normal inputs of each (h, k, w) in `shapes` and return True if every output is the right
+    shape and dtype and within the precision's bound. Prints one line per shape with its error; with a `label`, one
+    line for all of them instead (the worst error and its shape), plus a line for each shape that fails."""
     import torch
-    ok = True
+    ok, errors = True, []
     for h, k, w in shapes:
         m, n = random_inputs(h, k, w, precision, device)
         out = fn(m, n)
@@ -55,8 +56,13 @@ def check_reduced_precision(fn, precision, shapes, device='cuda'):
         worst, rms = error_against_float64(out, m, n, precision) if right_kind else (float('inf'), float('inf'))
         good = right_kind and worst <= 1
         ok &= good
-        print(f"  {h}x{k} @ {k}x{w}: {'ok' if good else 'WRONG'}, worst error {worst:.2f} of the bound, "
-              f"relative RMS error {rms:.1e}" + ('' if right_kind else f" (got {tuple(out.shape)} {out.dtype})"))
+        errors.append((worst, f"{h}x{k} @ {k}x{w}"))
+        if label is None or not good:
+            print(f"  {h}x{k} @ {k}x{w}: {'ok' if good else 'WRONG'}, worst error {worst:.2f} of the bound, "
+                  f"relative RMS error {rms:.1e}" + ('' if right_kind else f" (got {tuple(out.shape)} {out.dtype})"))
+    if label is not None:
+        worst, where = max(errors)
+        print(f"{label}: {'ok' if ok else 'WRONG'} on {len(errors)} shapes, worst error {worst:.2f} of the bound ({where})")
     return ok
 
 

@@ -4,7 +4,8 @@ The kernels of a ladder (notebook 13's steps 3 to 8, say) are one C++ template w
 (`PERSISTENT`, `CLUSTER`, `OVERLAP`, ...): one source of truth, which the compiler specializes per step. A learner
 should not have to evaluate those switches in their head. `specialize(source, params)` does what the compiler does
 to the text: every `if constexpr` / `if` whose condition is a constant for these parameters keeps only the branch
-taken, every `a ? b : c` whose condition is constant keeps its side, and the parameters are listed as constants
+taken, every `a ? b : c` whose condition is constant keeps its side, a lambda (`auto name = [&](...) {...};`) that
+nothing calls any more is left out, with the comment lines just above it, and the parameters are listed as constants
 at the top. The result is the kernel a step compiles, as text to read; `step_changes` is the difference between
 two steps, line by line. Nothing here is compiled: the notebooks compile the template itself.
 """
@@ -124,10 +125,38 @@ def _fold_ternaries(text, params):
     return _TERNARY.sub(choose, text)
 
 
+_LAMBDA = re.compile(r'^[ \t]*auto\s+(\w+)\s*=\s*\[[^\]]*\]\s*\(', re.M)
+
+
+def _drop_unused_lambdas(text):
+    """`text` without the lambdas whose name appears nowhere else (repeatedly: one may have been used only by another),
+    each with the comment lines right above it; and how many were dropped."""
+    dropped = 0
+    while True:
+        for m in _LAMBDA.finditer(text):
+            body = text.index('{', _matching(text, m.end() - 1, '(', ')'))
+            end = _skip_space(text, _matching(text, body, '{', '}'))
+            if not text.startswith(';', end): continue
+            end = text.find('\n', end)
+            end = len(text) if end < 0 else end + 1
+            rest = text[:m.start()] + text[end:]
+            if re.search(rf'\b{m.group(1)}\b', re.sub(r'//[^\n]*', '', rest)): continue     # a call, not a comment
+            start = m.start()
+            while start > 0:                                     # the comment lines that introduce it
+                above = text.rfind('\n', 0, start - 1) + 1
+                if not text[above:start].lstrip().startswith('//'): break
+                start = above
+            text, dropped = text[:start] + text[end:], dropped + 1
+            break
+        else:
+            return text, dropped
+
+
 def specialize(source, params, title=None):
     """The kernel of `source` (a template whose parameters are `params`) with its constant switches evaluated, and its
     template line replaced by the parameters as constants (and `title`, a comment, above them)."""
-    text = _fold_ternaries(_fold_ifs(source, params), params)
+    text, dropped = _drop_unused_lambdas(_fold_ternaries(_fold_ifs(source, params), params))
+    if dropped: title = (f"{title}; " if title else '') + f"{dropped} lambda(s) this step never calls left out"
     m = re.search(r'template\s*<[^>]*>\s*\n', text)
     if m:
         values = ', '.join(f"{k} = {str(v).lower() if isinstance(v, bool) else v}" for k, v in params.items())

@@ -4,7 +4,16 @@ A target is either a share of the reference's speed ('speed': at least `goal` ti
 fraction such as 0.60) or a bound on our time ('time': at most `goal` times its time, such as 1.25). A missed target
 also says by how much, and the time the kernel would have needed."""
 
+import textwrap
+
 KINDS = ('speed', 'time')
+LINE_WIDTH = 140       # the characters an output line of a notebook shows without wrapping (JupyterLab, 1620 px wide)
+
+
+def wrapped(sentence, indent='  ', width=LINE_WIDTH):
+    "A long target sentence as lines at most `width` wide: the first indented by `indent`, the rest by two more spaces."
+    return textwrap.fill(sentence, width, initial_indent=indent, subsequent_indent=indent + '  ', break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def against_target(ours_ms, theirs_ms, reference_name, kind, goal):
@@ -41,7 +50,8 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
     between measurements (clocks, heat, the other kernels of the round): its *spread across runs*, the range of its
     medians over the lowest (at least its widest middle half, where it was measured once), is printed first. The
     target is 'met' or 'missed' only where each paired ratio clears the goal by more than that spread; otherwise the
-    margin is inside the spread and the sentence says 'on par'. With fewer than MIN_REFERENCE_MEASUREMENTS of the
+    margin is inside the spread: 'too close to call' where every ratio lies on one side of the goal (the sentence says
+    which), 'on par' where they fall on both sides. With fewer than MIN_REFERENCE_MEASUREMENTS of the
     reference, its spread is too poorly known for a verdict: the sentence says 'no verdict' and why. `clocks`, a short text (course.timing.gpu_clocks), is
     added where given."""
     if not ours or len(theirs) < len(ours): raise ValueError("every measurement of ours needs the reference's beside it")
@@ -55,7 +65,9 @@ def against_target_across_runs(ours, theirs, reference_name, goal=1.0, clocks=No
                 f"(a verdict needs {MIN_REFERENCE_MEASUREMENTS})")
     elif min(ratios) > goal * (1 + across): word = "met: above it by more than that spread"
     elif max(ratios) < goal * (1 - across): word = "missed: below it by more than that spread"
-    else: word = "on par: the margin is inside that spread"
+    elif min(ratios) >= goal: word = "above it, by less than that spread: too close to call"
+    elif max(ratios) < goal: word = "below it, by less than that spread: too close to call"
+    else: word = "on par: on both sides of it, inside that spread"
     shown = ', '.join(f"{r:.2f}x" for r in ratios)
     return (f"{shown} {reference_name}'s speed ({len(ratios)} measurement(s)); {reference_name}'s spread across this "
             f"run: {across:.1%} (its median moved {moved:.1%} over {len(theirs)} measurement(s), "

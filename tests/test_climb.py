@@ -51,6 +51,9 @@ def test_the_chart_draws_one_bar_per_kernel_at_its_rate_and_a_line_per_reference
     assert drawn == pytest.approx([b.tflops for b in bars if b.notebook])
     assert [t.get_text() for t in ax.get_yticklabels()] == ['naive CUDA C (01)', 'template tw=32 (07)', 'step 8 (13)']
     assert sorted(l.get_xdata()[0] for l in ax.lines) == pytest.approx(sorted(b.tflops for b in bars if not b.notebook))
+    assert ax.get_xlabel().endswith('blue: float32, orange: bf16')
+    fp32_only = climb.climb_chart([b for b in bars if b.dtype == 'float32'])      # no bf16 bar: no orange in the legend
+    assert fp32_only.axes[0].get_xlabel().endswith('blue: float32')
 
 
 def test_each_line_compares_a_kernel_with_cublas_in_its_own_precision():

@@ -44,26 +44,30 @@ def spread_of(median, width=0.002):
     return Spread(median, median * (1 - width / 2), median * (1 + width / 2), ())
 
 
-def test_across_runs_a_margin_inside_the_references_move_is_on_par():
+def test_across_runs_a_margin_inside_the_references_move_is_too_close_to_call():
     line = against_target_across_runs([spread_of(1.45)], [spread_of(1.55), spread_of(1.47), spread_of(1.61)], 'cuBLAS')
     assert "1.07x cuBLAS's speed (1 measurement(s))" in line and "spread across this run: 9.5%" in line
     assert "its median moved 9.5% over 3 measurement(s), 1.470-1.610 ms; its widest middle half 0.2%" in line
-    assert line.endswith("target at least 1.00x: on par: the margin is inside that spread")
+    assert line.endswith("target at least 1.00x: above it, by less than that spread: too close to call")
+    below = against_target_across_runs([spread_of(1.65), spread_of(1.50)], [spread_of(1.55), spread_of(1.47), spread_of(1.61)], 'cuBLAS')
+    assert "0.94x, 0.98x cuBLAS's speed" in below and below.endswith("below it, by less than that spread: too close to call")
 
 
 def test_across_runs_met_and_missed_need_every_ratio_past_the_move():
     theirs = [spread_of(1.00), spread_of(1.02), spread_of(1.01)]
     assert against_target_across_runs([spread_of(0.90), spread_of(0.91)], theirs, 'ref').endswith("met: above it by more than that spread")
     assert against_target_across_runs([spread_of(1.10), spread_of(1.12)], theirs, 'ref').endswith("missed: below it by more than that spread")
-    # one ratio past the move and one inside it: on par
-    assert "on par" in against_target_across_runs([spread_of(0.90), spread_of(1.01)], theirs, 'ref')
+    # one ratio past the spread, one inside it, both above the goal: too close to call; on both sides of it: on par
+    assert against_target_across_runs([spread_of(0.90), spread_of(1.01)], theirs, 'ref').endswith("too close to call")
+    assert against_target_across_runs([spread_of(0.90), spread_of(1.03)], theirs, 'ref').endswith(
+        "on par: on both sides of it, inside that spread")
 
 
 def test_across_runs_the_widest_middle_half_counts_too():
     wide = Spread(1.0, 0.95, 1.05, ())        # a middle half 10% wide
     line = against_target_across_runs([spread_of(0.95)], [wide, spread_of(1.0), spread_of(1.0)], 'ref')
     assert "spread across this run: 10.0% (its median moved 0.0% over 3 measurement(s)" in line
-    assert "on par: the margin is inside" in line
+    assert line.endswith("above it, by less than that spread: too close to call")
     assert "met" in against_target_across_runs([spread_of(0.85)], [wide, spread_of(1.0), spread_of(1.0)], 'ref',
                                                clocks='clocks: SM 1980 of 1980 MHz')
 
@@ -79,3 +83,13 @@ def test_across_runs_too_few_measurements_of_the_reference_give_no_verdict():
 def test_across_runs_needs_the_reference_beside_each_of_ours():
     with pytest.raises(ValueError): against_target_across_runs([spread_of(1.0)] * 2, [spread_of(1.0)], 'ref')
     with pytest.raises(ValueError): against_target_across_runs([], [spread_of(1.0)], 'ref')
+
+
+def test_a_long_sentence_is_wrapped_at_the_notebook_width_without_losing_a_word():
+    from course.targets import LINE_WIDTH, wrapped
+    sentence = "1.01x, 1.00x cuBLAS bf16's speed (2 measurement(s)); " * 8
+    text = wrapped(sentence)
+    assert all(len(line) <= LINE_WIDTH for line in text.splitlines()) and len(text.splitlines()) > 2
+    assert text.startswith('  1.01x') and all(line.startswith('    ') for line in text.splitlines()[1:])
+    assert text.split() == sentence.split()
+    assert wrapped('short') == '  short'

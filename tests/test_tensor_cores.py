@@ -181,10 +181,25 @@ def test_print_resources_reads_through_the_getter_it_is_given(capsys):
     assert wrapped.startswith(f"  {'wrapped':34s} 255 registers, 176 B local")
 
 
-def test_the_counter_table_has_a_row_per_step_and_a_column_per_counter(capsys):
-    profiles = {step: {counter: 1234567.0 + i for i, counter in enumerate(nb.TC_COUNTERS.values())} for step in ('mma', 'pipelined')}
+def test_the_counter_table_has_a_column_per_step_and_a_row_per_counter(capsys):
+    profiles = {step: {counter: 1234567.0 + i + 10 * (step == 'pipelined') for i, counter in enumerate(nb.TC_COUNTERS.values())}
+                for step in ('mma', 'pipelined')}
     nb.print_profile(profiles)
     header, *rows = capsys.readouterr().out.splitlines()
-    assert header == f"  {'step':26s}" + ''.join(f"{title:>31s}" for title in nb.TC_COUNTERS)
-    assert [row[2:28].strip() for row in rows] == [nb.LADDER_STEPS['mma'], nb.LADDER_STEPS['pipelined']]
-    assert rows[1][28:] == ''.join(f"{f'1,234,{567 + i}.00':>31s}" for i in range(len(nb.TC_COUNTERS)))
+    assert header == f"  {'counter':30s}" + ''.join(f"{nb.LADDER_STEPS[step]:>25s}" for step in ('mma', 'pipelined'))
+    assert [row[2:32].strip() for row in rows] == list(nb.TC_COUNTERS)
+    assert rows[1][32:] == f"{'1,234,568.00':>25s}{'1,234,578.00':>25s}"
+    assert max(len(line) for line in [header, *rows]) <= 150       # fits the output area (tests/test_browser.py)
+
+
+def test_a_labelled_check_prints_one_line_for_right_shapes_and_a_line_for_each_wrong_one(capsys):
+    shapes = [(8, 16, 8), (5, 40, 3), (17, 8, 9)]
+    bf16 = lambda m, n: (m.double() @ n.double()).to(torch.bfloat16)
+    assert check_reduced_precision(bf16, 'bf16', shapes, device='cpu', label='the float64 product, rounded')
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith('the float64 product, rounded: ok on 3 shapes, worst error 0.')
+    off = lambda m, n: bf16(m, n) + (torch.arange(n.shape[1]) == 2).to(torch.bfloat16)    # column 2 wrong by 1
+    assert not check_reduced_precision(off, 'bf16', shapes, device='cpu', label='off by one in a column')
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and all('WRONG' in line for line in lines)
+    assert lines[-1].startswith('off by one in a column: WRONG on 3 shapes')

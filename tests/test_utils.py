@@ -325,3 +325,13 @@ def test_load_cuda_builds_sources_that_use_more_of_torch_and_reports_typos_at_on
     with pytest.raises(CudaCompileError, match='your source'):
         load_cuda(src.replace('return torch::arange(n', 'return tourch::arange(n'), get_sig('count', src), ['count'])
     assert len(list(tmp_path.rglob('cuda.cu'))) == 3   # light, light + full header, the typo: no full-header retry for it
+
+
+def test_counters_print_turned_with_a_row_per_counter(capsys):
+    from course.profiling import print_counters
+    profiles = {'a': {'m1': 1.0, 'm2': 2.5}, 'b': {'m1': 3.0, 'm2': 4.0}}
+    print_counters(profiles, {'a': 'step a', 'b': 'step b'}, {'first': 'm1', 'second': 'm2'}, 10, 8, '.1f', by_counter=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ['  counter     step a  step b', '  first          1.0     3.0', '  second         2.5     4.0']
+    print_counters(profiles, {'a': 'step a', 'b': 'step b'}, {'first': 'm1', 'second': 'm2'}, 10, 8, '.1f')
+    assert capsys.readouterr().out.splitlines()[1] == '  step a         1.0     2.5'
