@@ -61,6 +61,85 @@ def test_unknown_step_is_refused():
     with pytest.raises(ValueError, match='step must be one of'): nb.hopper_kernel('fastest')
 
 
+def test_step_2b_is_step_2_with_a_group_in_flight_between_steps_2_and_3():
+    assert [label.split('.')[0] for label in nb.HOPPER_STEPS.values()] == ['1', '2', '2b', '3', '4', '5', '6', '7', '8']
+    kernel = nb.hopper_kernel('in_flight')
+    assert (kernel.params['STAGES'], kernel.params['IN_FLIGHT']) == (4, 1)
+    assert kernel.source == nb.hopper_kernel('tma', STAGES=4, IN_FLIGHT=1).source
+    assert nb.hopper_kernel('pipelined').params['IN_FLIGHT'] == nb.hopper_kernel('tma').params['IN_FLIGHT'] == 0
+
+
+def test_the_kernel_files_are_what_the_steps_compile():
+    "Each file of course/kernels/hopper/ opens with a comment on what it holds; the rest is compiled as it is."
+    import re
+    assert nb.HOPPER_KERNEL_DIR.is_dir() and sorted(p.name for p in nb.HOPPER_KERNEL_DIR.iterdir()) == sorted(nb.HOPPER_FILES)
+    for name in nb.HOPPER_FILES:
+        text = (nb.HOPPER_KERNEL_DIR / name).read_text()
+        opening, _, _ = text.partition('\n\n')
+        assert all(line.startswith('// ') for line in opening.splitlines()), name
+        assert re.search(r'notebook.13', opening, re.I) and 'step' in opening, name
+        assert text == opening + '\n' + nb.read_kernel(name)                  # only the opening comment is left out
+    assert nb.HOPPER_PIECES == nb.read_kernel('pieces.cuh') and nb.HOPPER_COMMON == nb.read_kernel('common.cuh')
+    assert nb.TMA_WGMMA_KERNEL == nb.read_kernel('tma_wgmma.cu') and nb.SPECIALIZED_KERNEL == nb.read_kernel('specialized.cu')
+    assert nb.STREAM_K_PIECES.endswith(nb.read_kernel('stream_k.cuh'))
+    for step, kernel in (('tma', 'tma_wgmma.cu'), ('streamk', 'specialized.cu')):     # the launcher's braces come back single
+        source = nb.hopper_kernel(step).source
+        assert all(nb.read_kernel(name) in source for name in ('pieces.cuh', 'common.cuh', 'stream_k.cuh', kernel, 'launcher.cu'))
+
+
+def test_the_kernel_files_are_found_from_anywhere_and_installed(tmp_path, monkeypatch):
+    import fnmatch
+    from conftest import ROOT
+    tomllib = pytest.importorskip('tomllib')                      # Python 3.11 on
+    monkeypatch.chdir(tmp_path)
+    assert nb.read_kernel('pieces.cuh') == nb.HOPPER_PIECES
+    patterns = tomllib.loads((ROOT / 'pyproject.toml').read_text())['tool']['setuptools']['package-data']['course']
+    assert all(any(fnmatch.fnmatch(f'kernels/hopper/{name}', p) for p in patterns) for name in nb.HOPPER_FILES)
+    (tmp_path / 'bare.cu').write_text('int x;\n\nint y;\n')
+    monkeypatch.setattr(nb, 'HOPPER_KERNEL_DIR', tmp_path)
+    with pytest.raises(ValueError, match='must open with a comment'): nb.read_kernel('bare.cu')
+
+
+def test_kernel_piece_takes_a_function_whole_with_its_comment():
+    file, text = nb.kernel_piece('barrier_wait')
+    assert file == 'pieces.cuh' and text.startswith('// Wait until the phase') and text.endswith('\n}\n')
+    assert 'mbarrier.try_wait.parity' in text and text in nb.read_kernel(file)
+    assert nb.kernel_piece('wgmma_commit')[1].count('\n') == 1                          # a one-liner alone
+    stage = nb.kernel_piece('multiply_stage')[1]
+    assert stage.startswith('// One warpgroup') and 'template <int BN>\n__device__ inline void multiply_stage' in stage
+    wait = nb.kernel_piece('tma_store_wait')[1]                  # a one-line template right after another
+    assert wait.startswith('template <int PENDING> __device__ inline void tma_store_wait()') and 'read' not in wait
+    file, text = nb.kernel_piece('StreamK')
+    assert file == 'stream_k.cuh' and 'struct StreamK {' in text
+    file, text = nb.kernel_piece('matmul')
+    assert file == 'launcher.cu' and 'cudaLaunchKernelEx(&launch.config' in text and '{{' not in text
+    whole, plain = nb.kernel_piece('for_each_piece')[1], nb.kernel_piece('for_each_piece', STREAM_K=False)[1]
+    assert 'if constexpr (!STREAM_K)' in whole and 'stretch_start' in whole
+    assert 'if constexpr' not in plain and 'stretch_start' not in plain and 'unit += clusters) f(unit, 0, k_tiles);' in plain
+    assert nb.kernel_piece('barrier_arrive', STREAM_K=False) == nb.kernel_piece('barrier_arrive')   # no switch of its own
+    with pytest.raises(ValueError, match="no function or struct 'barrier_sleep'"): nb.kernel_piece('barrier_sleep')
+
+
+def test_show_pieces_names_each_file_once(capsys):
+    nb.show_pieces('wgmma_fence', 'wgmma_commit', 'count_in')
+    out = capsys.readouterr().out
+    assert out.startswith('// course/kernels/hopper/pieces.cuh\n' + nb.kernel_piece('wgmma_fence')[1] + nb.kernel_piece('wgmma_commit')[1])
+    assert out.endswith('\n// course/kernels/hopper/stream_k.cuh\n' + nb.kernel_piece('count_in')[1])
+
+
+def test_every_device_piece_is_shown_by_some_step():
+    "The learner meets every function of pieces.cuh, common.cuh and stream_k.cuh in the step that first needs it."
+    import json, re
+    from conftest import ROOT
+    cells = json.loads((ROOT / 'notebooks' / '13_hopper.ipynb').read_text())['cells']
+    calls = re.findall(r'show_pieces\(([^)]*)\)', '\n'.join(''.join(c['source']) for c in cells if c['cell_type'] == 'code'))
+    shown = {name for call in calls for name in re.findall(r"'(\w+)'", call)}
+    for name in shown: nb.kernel_piece(name)                                             # each one found
+    defined = {m for file in ('pieces.cuh', 'common.cuh', 'stream_k.cuh') for m in re.findall(
+        r'^(?:template <[^>]*>\n?\s*)?(?:__device__ inline \S+ |struct )(\w+)', nb.read_kernel(file), re.M)}
+    assert len(defined) > 30 and defined <= shown, sorted(defined - shown)
+
+
 def test_tma_can_copy_asks_for_16_byte_rows():
     def bf16(h, w): return torch.zeros(h, w, dtype=torch.bfloat16)
     assert nb.tma_can_copy(bf16(5, 8), bf16(8, 16))

@@ -86,5 +86,32 @@ def test_the_hopper_ladder_changes_what_its_steps_say():
     assert not [l for l in order if not l.startswith('//')]          # the tile order: a parameter, no line of code
     cluster = changed(nb13.step_listing('persistent', GROUP=16), nb13.step_listing('cluster'))
     assert any('tma_load_multicast' in l for l in cluster) and any('cluster_sync();' in l for l in cluster)
-    in_flight = changed(nb13.step_listing('pipelined'), nb13.step_listing('pipelined', IN_FLIGHT=1))
-    assert 'wgmma_wait<0>();' in in_flight
+    in_flight = changed(nb13.step_listing('pipelined'), nb13.step_listing('in_flight'))
+    assert 'wgmma_wait<0>();' in in_flight and any('IN_FLIGHT = 1' in l for l in in_flight)
+    # step 2b is step 2's kernel with a group in flight: the same listing as that parameter gives, but for the title
+    title = nb13.HOPPER_STEPS['pipelined'] + ', IN_FLIGHT = 1'
+    assert nb13.step_listing('pipelined', IN_FLIGHT=1).replace(title, nb13.HOPPER_STEPS['in_flight']) == nb13.step_listing('in_flight')
+
+
+LAMBDAS = r'''template <bool OVERLAP>
+__global__ void k(int* out) {
+    // Stores a box ...
+    // ... of the results.
+    auto store_box = [&](int b) { out[b] = 1; };
+    auto helper = [&](int b) {             // used only by `later`
+        return b + 1;
+    };
+    auto later = [&](int b) { out[helper(b)] = 2; };
+    int told = 0;                          // (store_box's comment names it: a comment is not a call)
+    if constexpr (OVERLAP) later(0); else store_box(0);
+}
+'''
+
+
+def test_lambdas_a_step_never_calls_are_left_out_with_their_comments():
+    kept = specialize(LAMBDAS, dict(OVERLAP=True))
+    assert 'auto later' in kept and 'auto helper' in kept and 'store_box' not in kept.split('int told')[0]
+    assert 'Stores a box' not in kept and '1 lambda(s) this step never calls left out' in kept
+    plain = specialize(LAMBDAS, dict(OVERLAP=False))            # later unused, then helper, used only by later
+    assert 'auto store_box' in plain and 'Stores a box' in plain and 'helper' not in plain.split('int told')[0]
+    assert 'auto later' not in plain and '2 lambda(s) this step never calls left out' in plain
