@@ -227,8 +227,8 @@ def draw_pipeline(run, title=None, row_names=None, event_labels=None, xmax=None)
     for e in run.events:
         y = len(rows) - 1 - rows.index(e.who)
         style = dict(EVENT_STYLE[e.what])
-        label = (event_labels or {}).get(e.what, style.pop('label'))
-        style.pop('label', None)
+        label = style.pop('label')
+        label = (event_labels or {}).get(e.what, label)
         thin = e.what in THIN
         bar = ax.barh(y - 0.38 if thin else y, e.end - e.start, left=e.start, height=0.14 if thin else 0.6,
                       edgecolor='w', linewidth=0 if thin else 0.8,

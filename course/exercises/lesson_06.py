@@ -330,23 +330,22 @@ def overlapping_rows(kernel, m, nt, seed, race):
     Which race the threaded run catches first depends on the OS's scheduling, so the sentence does not start from it:
     it names the first overlapping pair of rows in the full trace (first block, first tile, first rows) and the threads
     that stored their shared word, the same on every run."""
-    block, first, second, word = race
-    both = (f"threads (x={first[0]}, y={first[1]}) and (x={second[0]}, y={second[1]}) of block (x={block[0]}, "
-            f"y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
+    def both_store(block, first, second, word):
+        return (f"threads (x={first[0]}, y={first[1]}) and (x={second[0]}, y={second[1]}) of block (x={block[0]}, "
+                f"y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
     try:
         with running("matmul_nt_k again, its races unchecked"): _, trace = run_nt_kernel(kernel, m, nt, seed, races_checked=False)
     except NotYet: trace = None
     found = first_overlap(trace) if trace else None
     if found is None:
+        block, first, second, word = race
         name = next((t[0] for t in NT_TILES if t[1] <= word < t[2]), 'shared memory')
-        return f"{both}: two elements of {name} land in one word, so its layout in shared memory overlaps"
-    block, name, (ra, a), (rb, b), threads = found
+        return f"{both_store(block, first, second, word)}: two elements of {name} land in one word, so its layout in shared memory overlaps"
+    block, name, (ra, a), (rb, b), (first, second) = found
     word = b                                     # element 0 of row rb, and element b - a of row ra
-    both = (f"threads (x={threads[0][0]}, y={threads[0][1]}) and (x={threads[1][0]}, y={threads[1][1]}) of block "
-            f"(x={block[0]}, y={block[1]}) both store shared[{word}] in the same phase, and no barrier can keep both values")
     return (f"rows {ra} and {rb} of {name} overlap in shared memory: its warps store each row as {WARP_SIZE} floats, but "
             f"row {ra} starts at shared[{a}] and row {rb} at shared[{b}], {b - a} floats further, so element {word - a} of row "
-            f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both}")
+            f"{ra} and element {word - b} of row {rb} are both shared[{word}]: {both_store(block, first, second, word)}")
 
 
 def first_overlap(trace):
