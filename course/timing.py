@@ -150,6 +150,18 @@ def describe_against(name, ours, reference_name, reference):
             f"    {ours}, against {reference}")
 
 
+def step_line(times, step, before=None, reference=None, flop=None):
+    """One line for one step of a ladder, read from one fair measurement `times` ({name: Spread}, as compare_fairly
+    returns): the step's median (and TFLOP/s where `flop`, the product's flop count, is given), then its speed over
+    `reference`'s and over the step `before`'s, each with `verdict`'s word. A name not in `times` is left out."""
+    ours = times[step]
+    line = f"{step}: {ours.median:.3f} ms" + (f", {flop / ours.median / 1e9:.0f} TFLOP/s" if flop else "")
+    for name, what in ((reference, "'s speed"), (before, "'s speed")):
+        if name is None or name not in times: continue
+        line += f"; {times[name].median / ours.median:.2f}x {name}{what} ({verdict(ours, times[name])})"
+    return line
+
+
 def gpu_clocks(gpu=0):
     """A short text of GPU `gpu`'s clocks as nvidia-smi reports them now: the SM clock against its maximum, and what
     holds it down where something does ('clocks: SM 1755 of 1980 MHz, held by power cap'); None where nvidia-smi is

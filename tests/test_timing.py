@@ -101,3 +101,13 @@ def test_a_comparison_is_told_in_two_short_lines():
     first, second = describe_against('Numba, constant tw, unsigned indices (09)', ours, 'template tw=16 (07)', ref).split('\n')
     assert first == "Numba, constant tw, unsigned indices (09): 0.81x template tw=16 (07)'s time: faster"
     assert second == "    2.065 ms (middle half 2.064-2.066), against 2.555 ms (middle half 2.555-2.556)"
+
+
+def test_a_step_is_told_against_the_reference_and_the_step_before():
+    from course.timing import Spread, step_line
+    times = {'cuBLAS': Spread(1.0, 0.99, 1.01, ()), 'a': Spread(2.0, 1.98, 2.02, ()),
+             'b': Spread(1.0, 0.99, 1.01, ())}
+    line = step_line(times, 'b', before='a', reference='cuBLAS', flop=2e12)
+    assert line == ("b: 1.000 ms, 2000 TFLOP/s; 1.00x cuBLAS's speed (on par); 2.00x a's speed (faster)")
+    assert step_line(times, 'a', before='missing', reference='cuBLAS') == "a: 2.000 ms; 0.50x cuBLAS's speed (slower)"
+    assert step_line(times, 'a') == "a: 2.000 ms"
