@@ -1,0 +1,121 @@
+"""Tensor-parallel layers with torch.distributed: the serial way (a collective, then the multiply, or the reverse) and
+the overlapped way (a ring of point-to-point transfers, each chunk multiplied as soon as it is here).
+
+Every function runs in each process of a group (one process per GPU, started by `torchrun`; see course.tp_run) and
+takes that process's shards. The same code runs on GPUs with NCCL and on a CPU with gloo (as the tests do).
+
+- `column_parallel_serial(x, w)`: x is this process's m / P rows of X, w its n / P columns of W; returns all m rows of
+  X W's columns of this process (all-gather, then one multiply).
+- `column_parallel_ring(x, w, chunks)`: the same result; X's rows travel round a ring in P x `chunks` chunks, and each
+  is multiplied while the next travels.
+- `row_parallel_serial(x, w)`: x is this process's k / P columns of X (all m rows), w its k / P rows of W; returns
+  this process's m / P rows of the summed X W (one multiply, then a reduce-scatter).
+- `row_parallel_ring(x, w, chunks)`: the same; each hop multiplies the rows it passes on next, adds the partial sums
+  it received, and sends them on.
+
+`matmul` (default torch.matmul) is the multiply each uses, so the course's own kernels can stand in for cuBLAS.
+"""
+import torch
+import torch.distributed as dist
+
+
+def _ring():
+    rank, size = dist.get_rank(), dist.get_world_size()
+    if size < 2: raise ValueError(f"a ring needs at least 2 processes, this group has {size}")
+    return rank, size, (rank + 1) % size, (rank - 1) % size
+
+
+def _exchange(send, recv, to, frm, stream):
+    """Start sending `send` to process `to` and receiving `recv` from `frm`, issued from `stream` (on a GPU a side
+    stream: NCCL's own stream then waits only for what that stream holds, not for multiplies queued on the current
+    one); returns the works to wait for."""
+    with _on(stream):
+        return dist.batch_isend_irecv([dist.P2POp(dist.isend, send, to), dist.P2POp(dist.irecv, recv, frm)])
+
+
+def _on(stream):
+    import contextlib
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
+def _side_stream(t):
+    "A stream for the transfers where `t` is on a GPU (waiting for the work queued so far), else None."
+    if t.device.type != 'cuda': return None
+    stream = torch.cuda.Stream(device=t.device)
+    stream.wait_stream(torch.cuda.current_stream(t.device))
+    return stream
+
+
+def _wait(works, stream=None):
+    "Make `stream` (or the current stream; on a CPU, the caller) wait for the transfers of `works`."
+    with _on(stream):
+        for work in works: work.wait()
+
+
+def _split_rows(rows, chunks):
+    if chunks < 1 or rows % chunks: raise ValueError(f"{rows} rows do not split into {chunks} chunks of whole rows")
+    return rows // chunks
+
+
+def column_parallel_serial(x, w, matmul=torch.matmul):
+    "All of X (all-gathered from every process's rows `x`) times this process's columns `w` of W."
+    size = dist.get_world_size()
+    gathered = x.new_empty(size * x.shape[0], x.shape[1])
+    dist.all_gather_into_tensor(gathered, x.contiguous())
+    return matmul(gathered, w)
+
+
+def column_parallel_ring(x, w, chunks=1, matmul=torch.matmul):
+    """As column_parallel_serial, overlapped: X's rows go round a ring, chunk by chunk. At each hop a process passes
+    on each chunk it received at the hop before (its own at the first) and multiplies it while the others travel.
+    Rows of process q land in rows q of the output."""
+    rank, size, to, frm = _ring()
+    rows, step = x.shape[0], _split_rows(x.shape[0], chunks)
+    out, comm = x.new_empty(size * rows, w.shape[1]), _side_stream(x)
+    have, arriving = list(x.contiguous().split(step)), [[] for _ in range(chunks)]
+    for hop in range(size):
+        owner, last = (rank - hop) % size, hop == size - 1
+        nxt = [torch.empty_like(chunk) for chunk in have] if not last else None
+        for c in range(chunks):
+            _wait(arriving[c], comm)                   # the chunk is here before it is passed on (CPU: we wait)
+            sent = _exchange(have[c], nxt[c], to, frm, comm) if not last else []
+            if comm is not None: _wait(arriving[c])    # ... and before the current stream multiplies it
+            out[owner * rows + c * step:owner * rows + (c + 1) * step] = matmul(have[c], w)
+            arriving[c] = sent
+        if not last: have = nxt
+    return out
+
+
+def row_parallel_serial(x, w, matmul=torch.matmul):
+    "This process's rows of sum over processes of x w: one multiply of all rows, then a reduce-scatter of the sums."
+    size = dist.get_world_size()
+    partial = matmul(x, w)
+    if partial.shape[0] % size: raise ValueError(f"{partial.shape[0]} rows do not split over {size} processes")
+    out = partial.new_empty(partial.shape[0] // size, partial.shape[1])
+    dist.reduce_scatter_tensor(out, partial.contiguous())
+    return out
+
+
+def row_parallel_ring(x, w, chunks=1, matmul=torch.matmul):
+    """As row_parallel_serial, overlapped: at hop h a process multiplies the rows of process (rank - h - 1) mod P
+    (chunk by chunk), adds the partial sums of those rows it received, and sends them on; at the last hop the rows
+    are its own and the sums are whole. Sums travel in the output's dtype, as in NCCL's reduce-scatter."""
+    rank, size, to, frm = _ring()
+    if x.shape[0] % size: raise ValueError(f"{x.shape[0]} rows do not split over {size} processes")
+    rows = x.shape[0] // size
+    step = _split_rows(rows, chunks)
+    comm, received, arriving = _side_stream(x), [None] * chunks, [[] for _ in range(chunks)]
+    for hop in range(size):
+        block, last = (rank - hop - 1) % size, hop == size - 1
+        sums = []
+        for c in range(chunks):
+            first = block * rows + c * step
+            ours = matmul(x[first:first + step], w)              # needs nothing that is arriving
+            _wait(arriving[c])
+            if received[c] is not None: ours += received[c]
+            sums.append(ours)
+            if not last:
+                if comm is not None: comm.wait_stream(torch.cuda.current_stream(x.device))   # the sums are made
+                received[c] = torch.empty_like(ours)
+                arriving[c] = _exchange(ours, received[c], to, frm, comm)
+        if last: return torch.cat(sums) if chunks > 1 else sums[0]

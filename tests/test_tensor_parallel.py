@@ -1,0 +1,156 @@
+"""The layers over several processes (course.tensor_parallel, run by course.tp_run under torchrun with gloo on the
+CPU), the checker that judges them against wrong answers of the kinds a ring gets wrong, and the timeline model of
+course.overlap_model."""
+import pytest
+import torch
+
+from course import overlap_model as om
+from course.tp_run import LAYERS, error_ratio, launch
+
+
+def shapes_ok(result):
+    return [(r['layer'], r['chunks'], tuple(r['shape'])) for r in result['results'] if not r['ok']]
+
+
+@pytest.mark.parametrize('processes', [2, 3])
+def test_every_layer_matches_the_one_process_product(processes):
+    import torch.distributed as dist
+    if not dist.is_available() or not dist.is_gloo_available(): pytest.skip("torch.distributed with gloo is not here")
+    result = launch(processes, 'check', dtype='bfloat16', shapes=[[6 * processes, 20, 3 * processes],
+                                                                  [12 * processes, 7, 5 * processes]], chunks=[1, 2, 3])
+    assert result['processes'] == processes
+    assert shapes_ok(result) == []
+    assert {r['layer'] for r in result['results']} == set(LAYERS)
+    assert {r['chunks'] for r in result['results'] if 'ring' in r['layer']} == {1, 2, 3}
+
+
+def test_launch_says_why_the_processes_failed():
+    with pytest.raises(RuntimeError, match='torchrun with 2 processes failed'):
+        launch(2, 'check', dtype='bfloat16', shapes='not json')
+    with pytest.raises(ValueError): launch(1, 'check')
+    with pytest.raises(ValueError): launch(2, 'train')
+
+
+def _inputs(m=24, k=40, n=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g).bfloat16(), torch.randn(k, n, generator=g).bfloat16()
+
+
+def _column_wrong_answers(x, w, p=4):
+    "Outputs a column-parallel ring could give by mistake (X's rows from p processes, all of them needed)."
+    right = (x.float() @ w.float()).bfloat16()
+    blocks = list(right.split(x.shape[0] // p))
+    yield 'blocks rotated by one owner', torch.cat(blocks[1:] + blocks[:1])
+    yield 'one owner\'s rows twice', torch.cat([blocks[0], blocks[0]] + blocks[2:])
+    yield 'a block never filled (zeros)', torch.cat(blocks[:-1] + [torch.zeros_like(blocks[-1])])
+    yield 'chunks of a block swapped', torch.cat([torch.cat(blocks[0].split(blocks[0].shape[0] // 2)[::-1])] + blocks[1:])
+    yield 'one row off', torch.roll(right, 1, dims=0)
+    yield 'the last column of K left out', (x[:, :-1].float() @ w[:-1].float()).bfloat16()
+
+
+def _row_wrong_answers(x, w, p=4):
+    "Outputs a row-parallel ring could give (sums of p partials over slices of K)."
+    parts = [(a.float() @ b.float()) for a, b in zip(x.split(x.shape[1] // p, dim=1), w.split(w.shape[0] // p))]
+    yield 'a hop\'s partial left out', sum(parts[1:]).bfloat16()
+    yield 'a partial added twice', (sum(parts) + parts[2]).bfloat16()
+    yield 'partials of other rows added', (sum(parts[:-1]) + torch.roll(parts[-1], 1, dims=0)).bfloat16()
+    yield 'sums of another process\'s rows', torch.roll(sum(parts), x.shape[0] // p, dims=0).bfloat16()
+
+
+def test_the_checker_passes_right_answers_in_both_dtypes():
+    x, w = _inputs()
+    assert error_ratio((x.float() @ w.float()).bfloat16(), x, w, 1, torch.bfloat16) <= 1
+    parts = [(a.float() @ b.float()).bfloat16() for a, b in zip(x.split(10, dim=1), w.split(10))]
+    total = parts[0]
+    for part in parts[1:]: total = total + part              # four bf16 partials summed in bf16, as NCCL does
+    assert error_ratio(total, x, w, 4, torch.bfloat16) <= 1
+    xf, wf = x.float(), w.float()
+    assert error_ratio(xf @ wf, xf, wf, 1, torch.float32) <= 1
+
+
+@pytest.mark.parametrize('kind', ['column', 'row'])
+def test_the_checker_fails_every_wrong_answer(kind):
+    for seed in range(5):
+        x, w = _inputs(seed=seed)
+        wrongs = _column_wrong_answers(x, w) if kind == 'column' else _row_wrong_answers(x, w)
+        for what, out in wrongs:
+            assert error_ratio(out, x, w, 4 if kind == 'row' else 1, torch.bfloat16) > 1, what
+
+
+# The timeline model
+
+MACHINE = om.Machine(bandwidth=250e3, rate=700e6, latency_us=10, launch_us=5, comm_share=0.0)
+
+
+def test_the_serial_column_layer_is_the_all_gather_then_the_multiply():
+    m, k, n, p = 8192, 8192, 8192, 2
+    work = om.column_parallel(m, k, n, p, MACHINE, overlap=False)
+    gather = 10 + (p - 1) * (m // p) * k * 2 / 250e3
+    multiply = 5 + 2 * m * k * (n // p) / 700e6
+    assert [w.stream for w in work] == ['link', 'compute']
+    assert om.layer_us(work) == pytest.approx(gather + multiply)
+    assert om.scaling_share(work, m, k, n, p, MACHINE) == pytest.approx((5 + 2 * m * k * n / 700e6) / (p * (gather + multiply)))
+
+
+def test_a_ring_hides_the_transfers_behind_the_multiplies():
+    m, k, n, p = 8192, 8192, 8192, 4
+    serial = om.layer_us(om.column_parallel(m, k, n, p, MACHINE, overlap=False))
+    for chunks in (1, 2, 4):
+        work = om.column_parallel(m, k, n, p, MACHINE, chunks=chunks)
+        links = [w for w in work if w.stream == 'link']
+        assert len(links) == (p - 1) * chunks
+        assert all(a.end <= b.start + 1e-9 for a, b in zip(links, links[1:]))         # one transfer at a time
+        multiplies = [w for w in work if w.stream == 'compute']
+        assert len(multiplies) == p * chunks
+        for i, mult in enumerate(multiplies[chunks:]):                                # a chunk after it landed
+            assert mult.start >= links[i].end - 1e-9
+        assert om.layer_us(work) < serial
+        busy = sum(w.end - w.start for w in multiplies)
+        assert om.layer_us(work) >= busy - 1e-9
+
+
+def test_transfers_slow_the_multiplies_by_their_share_of_the_gpu():
+    m, k, n, p = 4096, 4096, 4096, 2
+    free = om.layer_us(om.column_parallel(m, k, n, p, MACHINE, chunks=2))
+    shared = om.layer_us(om.column_parallel(m, k, n, p, MACHINE._replace(comm_share=0.2), chunks=2))
+    assert shared > free
+    alone = om.Machine(bandwidth=1e12, rate=1e6, latency_us=0, launch_us=0, comm_share=0.5)   # transfers take no time
+    assert om.layer_us(om.column_parallel(8, 8, 8, 2, alone, chunks=1)) == pytest.approx(2 * 8 * 8 * 4 / 1e6)
+
+
+def test_the_row_layer_adds_what_it_received_before_passing_it_on():
+    m, k, n, p = 4096, 8192, 4096, 4
+    for chunks in (1, 2):
+        work = om.row_parallel(m, k, n, p, MACHINE, chunks=chunks)
+        assert sum(w.stream == 'link' for w in work) == (p - 1) * chunks
+        assert sum('add' in w.label for w in work) == (p - 1) * chunks
+        assert sum('multiply' in w.label for w in work) == p * chunks
+        sends = [w for w in work if w.stream == 'link']
+        adds = [w for w in work if 'add' in w.label]
+        for send, add in zip(sends, adds):                     # hop h's add waits for hop h - 1's send
+            assert add.start >= send.end - 1e-9
+    assert om.layer_us(om.row_parallel(m, k, n, p, MACHINE, chunks=2)) < om.layer_us(om.row_parallel(m, k, n, p, MACHINE, overlap=False))
+
+
+def test_best_chunks_is_the_fastest_count_tried():
+    m, k, n, p = 8192, 8192, 8192, 4
+    best, us = om.best_chunks(om.column_parallel, m, k, n, p, MACHINE, most=8)
+    for c in (1, 2, 4, 8):
+        assert us <= om.layer_us(om.column_parallel(m, k, n, p, MACHINE, chunks=c)) + 1e-9
+    assert us == pytest.approx(om.layer_us(om.column_parallel(m, k, n, p, MACHINE, chunks=best)))
+
+
+def test_bad_layers_are_refused():
+    for bad in [dict(gpus=1), dict(chunks=0), dict(m=100, chunks=3), dict(n=10, gpus=4), dict(m=2.5)]:
+        args = dict(m=96, k=8, n=96, gpus=2, chunks=1) | bad
+        with pytest.raises(ValueError):
+            om.column_parallel(args['m'], args['k'], args['n'], args['gpus'], MACHINE, chunks=args['chunks'])
+
+
+def test_the_drawing_has_a_panel_per_layer():
+    import matplotlib
+    matplotlib.use('Agg')
+    fig = om.draw_layers({'serial': om.column_parallel(96, 8, 96, 2, MACHINE, overlap=False),
+                          'ring': om.column_parallel(96, 8, 96, 2, MACHINE, chunks=2)})
+    assert len(fig.axes) == 2
+    assert fig.axes[0].get_title(loc='left').startswith('serial')
