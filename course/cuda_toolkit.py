@@ -33,6 +33,12 @@ def gpu_available():
     return torch.cuda.is_available()
 
 
+def gpus_available(count=2):
+    "True when PyTorch can use at least `count` CUDA GPUs (a layer split over GPUs needs two or more)."
+    import torch
+    return torch.cuda.is_available() and torch.cuda.device_count() >= count
+
+
 def tensor_cores_available():
     "True where there is a GPU whose tensor cores run mma.sync with bf16 and tf32 inputs and ldmatrix, cp.async: sm_80 or newer."
     if not gpu_available(): return False

@@ -55,17 +55,40 @@ def _shards(m, k, n, dtype, device, seed=0):
             torch.randn(k, n, generator=g).to(device=device, dtype=dtype))
 
 
-def _layer(name, x, w, rank, size, chunks):
-    "This process's output of layer `name` on the whole X and W, and the part of X W it must equal: (out, expected slice)."
+def _prepare(name, x, w, rank, size, chunks, matmul=None):
+    """Layer `name` of this process, made ready to run on the whole X and W: (run, (rows, cols)), where run() returns
+    this process's output and X W[rows, cols] is what it must equal. The shards are cut here, not in run()."""
+    import torch
     from . import tensor_parallel as tp
+    matmul = matmul or torch.matmul
     m, k, n = x.shape[0], x.shape[1], w.shape[1]
+    mine = lambda total: slice(rank * total // size, (rank + 1) * total // size)
     if name.startswith('column'):
-        rows, cols = slice(rank * m // size, (rank + 1) * m // size), slice(rank * n // size, (rank + 1) * n // size)
-        fn = tp.column_parallel_serial if name == 'column serial' else lambda a, b: tp.column_parallel_ring(a, b, chunks)
-        return fn(x[rows], w[:, cols].contiguous()), (slice(None), cols)
-    ks, rows = slice(rank * k // size, (rank + 1) * k // size), slice(rank * m // size, (rank + 1) * m // size)
-    fn = tp.row_parallel_serial if name == 'row serial' else lambda a, b: tp.row_parallel_ring(a, b, chunks)
-    return fn(x[:, ks].contiguous(), w[ks]), (rows, slice(None))
+        x_rows, w_cols = x[mine(m)].contiguous(), w[:, mine(n)].contiguous()
+        if name == 'column serial': return (lambda: tp.column_parallel_serial(x_rows, w_cols, matmul)), (slice(None), mine(n))
+        return (lambda: tp.column_parallel_ring(x_rows, w_cols, chunks, matmul)), (slice(None), mine(n))
+    x_cols, w_rows = x[:, mine(k)].contiguous(), w[mine(k)].contiguous()
+    if name == 'row serial': return (lambda: tp.row_parallel_serial(x_cols, w_rows, matmul)), (mine(m), slice(None))
+    return (lambda: tp.row_parallel_ring(x_cols, w_rows, chunks, matmul)), (mine(m), slice(None))
+
+
+def _fused_all_gather_matmul(x, w, rank, size):
+    """torch's own overlapped column-parallel layer (symmetric memory, `fused_all_gather_matmul`) made ready to run,
+    or the sentence saying why it cannot run here."""
+    import torch
+    import torch.distributed as dist
+    try:
+        from torch.distributed._symmetric_memory import enable_symm_mem_for_group
+        group = dist.group.WORLD.group_name
+        enable_symm_mem_for_group(group)
+        m, n = x.shape[0], w.shape[1]
+        x_rows = x[rank * m // size:(rank + 1) * m // size].contiguous()
+        w_cols = w[:, rank * n // size:(rank + 1) * n // size].contiguous()
+        run = lambda: torch.ops.symm_mem.fused_all_gather_matmul(x_rows, [w_cols], gather_dim=0, group_name=group)[1][0]
+        run()
+        return run
+    except Exception as e:                            # an older torch, or symmetric memory refused on this machine
+        return f"torch's fused_all_gather_matmul did not run: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
 
 
 def error_ratio(out, x, w, sums, dtype):
@@ -87,7 +110,8 @@ def _check(args, rank, size, device):
         for name in LAYERS:
             for chunks in (args.chunks if 'ring' in name else [1]):
                 if (m // size) % chunks: continue
-                out, where = _layer(name, x, w, rank, size, chunks)
+                run, where = _prepare(name, x, w, rank, size, chunks)
+                out = run()
                 sums = size if name.startswith('row') else 1
                 rows, cols = where
                 ratio = error_ratio(out, x[rows], w[:, cols], sums, dtype)
@@ -103,30 +127,42 @@ def _expected_shape(name, m, n, size):
 
 
 def _time(args, rank, size, device):
+    """Each layer's time (the slowest process's, each round) over `args.rounds` interleaved rounds, beside its parts
+    alone (the all-gather, this process's multiply) and the whole product on one GPU, on each shape."""
     import torch
+    import torch.distributed as dist
     from .timing import spread
-    dtype, results = getattr(torch, args.dtype), []
+    dtype, results, notes = getattr(torch, args.dtype), [], []
     for m, k, n in args.shapes:
         x, w = _shards(m, k, n, dtype, device)
-        one = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        runs = {'one GPU, whole product': lambda: x @ w}
+        gathered, x_rows = x.new_empty(m, k), x[rank * m // size:(rank + 1) * m // size].contiguous()
+        w_cols = w[:, rank * n // size:(rank + 1) * n // size].contiguous()
+        runs = {'one GPU, whole product': lambda: x @ w,
+                'all-gather of X alone': lambda: dist.all_gather_into_tensor(gathered, x_rows),
+                'multiply alone (X by this GPU\'s columns)': lambda: x @ w_cols}
         for name in LAYERS:
             for chunks in (args.chunks if 'ring' in name else [1]):
                 if (m // size) % chunks: continue
-                label = name + (f", {chunks} chunk(s)" if 'ring' in name else '')
-                runs[label] = (lambda name=name, chunks=chunks: _layer(name, x, w, rank, size, chunks))
-        samples = {label: [] for label in runs}
+                runs[name + (f", {chunks} chunk(s)" if 'ring' in name else '')] = _prepare(name, x, w, rank, size, chunks)[0]
+        fused = _fused_all_gather_matmul(x, w, rank, size)
+        if callable(fused): runs["torch's fused_all_gather_matmul"] = fused
+        elif fused not in notes: notes.append(fused)
+        samples, start, end = {label: [] for label in runs}, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for _ in range(3): [fn() for fn in runs.values()]            # warm up: NCCL's connections, cuBLAS's plans
-        for _ in range(args.rounds):
-            for label, fn in runs.items():
-                torch.distributed.barrier(device_ids=[device.index])
+        for r in range(args.rounds):
+            for label in (list(runs)[r % len(runs):] + list(runs)[:r % len(runs)]):   # an order that turns each round
+                dist.barrier(device_ids=[device.index])
                 torch.cuda.synchronize()
-                one[0].record(); fn(); one[1].record(); torch.cuda.synchronize()
-                took = torch.tensor([one[0].elapsed_time(one[1])], device=device)
-                torch.distributed.all_reduce(took, op=torch.distributed.ReduceOp.MAX)   # the layer ends with its slowest GPU
+                start.record(); runs[label](); end.record(); torch.cuda.synchronize()
+                took = torch.tensor([start.elapsed_time(end)], device=device)
+                dist.all_reduce(took, op=dist.ReduceOp.MAX)            # a layer ends with its slowest GPU
                 samples[label].append(took.item())
         results.append({'shape': [m, k, n], 'times': {label: spread(s)._asdict() for label, s in samples.items()}})
-    return {'processes': size, 'device': torch.cuda.get_device_name(device), 'dtype': args.dtype, 'results': results}
+        del x, w, gathered, runs
+        torch.cuda.empty_cache()
+    return {'processes': size, 'device': torch.cuda.get_device_name(device), 'dtype': args.dtype,
+            'torch': torch.__version__, 'nccl': '.'.join(map(str, torch.cuda.nccl.version())), 'notes': notes,
+            'results': results}
 
 
 def main(argv=None):
@@ -155,3 +191,43 @@ def main(argv=None):
 
 if __name__ == '__main__':
     main()
+
+
+def _spread_of(entry):
+    from .timing import Spread
+    return Spread(entry['median'], entry['q1'], entry['q3'], tuple(entry.get('samples', ())))
+
+
+def layer_lines(result, itemsize=2):
+    """Lines for a table of a 'time' result: per shape, each run's median and middle half, and for each layer its
+    share of linear scaling (the one-GPU time over P times the layer's) and its verdict against the serial layer
+    of the same kind (course.timing.verdict)."""
+    from .timing import verdict
+    p, lines = result['processes'], []
+    for entry in result['results']:
+        m, k, n = entry['shape']
+        times = {label: _spread_of(t) for label, t in entry['times'].items()}
+        one = times['one GPU, whole product'].median
+        lines.append(f"{m} x {k} @ {k} x {n} on {p} GPUs ({result['dtype']}):")
+        for label, t in times.items():
+            line = f"  {label:42s} {t.median:8.3f} ms (middle half {t.q1:.3f}-{t.q3:.3f})"
+            if label.startswith(('column', 'row', "torch's")):
+                serial = times['row serial' if label.startswith('row') else 'column serial']
+                line += f"  {one / (p * t.median):4.2f} of linear scaling"
+                if not label.endswith('serial'): line += f", {verdict(t, serial)} against the serial layer"
+            lines.append(line)
+    return lines
+
+
+def measured_machine(result, shape, latency_us=10.0, launch_us=5.0):
+    """An overlap_model.Machine from a 'time' result's parts on `shape`: the bus bandwidth of its all-gather alone
+    (each GPU receives (P - 1) / P of X) and the rate of its multiply alone; the fixed costs as given."""
+    from .overlap_model import Machine
+    p = result['processes']
+    entry = next(e for e in result['results'] if e['shape'] == list(shape))
+    m, k, n = shape
+    gather_us = entry['times']['all-gather of X alone']['median'] * 1e3
+    multiply_us = entry['times']["multiply alone (X by this GPU's columns)"]['median'] * 1e3
+    return Machine(bandwidth=(p - 1) * (m // p) * k * 2 / max(gather_us - latency_us, 1e-9),
+                   rate=2 * m * k * (n // p) / max(multiply_us - launch_us, 1e-9), latency_us=latency_us,
+                   launch_us=launch_us)
