@@ -9,7 +9,7 @@ own helpers, and imports of what the notebooks use from here.
 | `compile_errors` | turning a compiler's log into short errors that point at the learner's line |
 | `cuda_library` | `compile_cuda`: a plain `.cu` built by nvcc into a shared library, its launchers called with ctypes |
 | `disassembly` | the machine code (SASS) or PTX that nvcc makes of a source, and one kernel's part of it |
-| `cell_magics` | `%%needs_gpu`, `%%needs_nvcc` and `%%needs_tensor_cores`: run a cell only where the GPU (of compute capability 8.0 or newer) or nvcc is there |
+| `cell_magics` | `%%needs_gpu`, `%%needs_two_gpus`, `%%needs_nvcc`, `%%needs_tensor_cores` and `%%needs_hopper`: run a cell only where the GPU (two of them, compute capability 8.0 or newer, Hopper) or nvcc is there |
 | `input_checks` | `check_matmul_inputs`: the input rules every matmul wrapper of the course shares |
 | `correctness` | the course's test shapes, and `check_against_torch`, the one correctness check of every kernel |
 | `notebook_import` | `import_notebook`: the `#| export` cells of a notebook, as a module |
@@ -55,4 +55,8 @@ own helpers, and imports of what the notebooks use from here.
 | `exercises.lesson_01` ... `lesson_13` | the checks of each exercise notebook |
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 | `cluster_model` | what notebook 13's steps 4 and 5 buy in memory traffic: the bytes a block asks L2 for with and without TMA multicast, the tiles a persistent round computes in each tile order and the panels of A and B it reads (and a whole run's DRAM reads, estimated), with a drawing of each |
+| `hopper_ladder` | notebook 13's machinery: its kernels' files read back, their pieces shown, a step's variant, listing, wrapper and timing, and one step's line against the step before |
+| `overlap_model` | a layer split over GPUs as two streams of work (transfers and multiplies), serial or a ring in chunks, scheduled on a CPU and drawn |
+| `tensor_parallel` | column- and row-parallel layers with torch.distributed: serial (a collective and a multiply) and as a ring of point-to-point transfers issued from a side stream |
+| `tp_run` | `launch`: the layers run in several processes by torchrun (NCCL on GPUs, gloo on a CPU, NVLink multicast off), checked against float64 or timed, results read back |
 """

@@ -48,7 +48,7 @@ def tensor_cores_available():
 
 def hopper_available():
     """True where there is a Hopper GPU (compute capability 9.0: H100, H200, GH200), whose sm_90a target has wgmma,
-    setmaxnreg and the TMA copy engine that notebook 13's kernels use. Machine code built for sm_90a runs on 9.0 only."""
+    setmaxnreg and the TMA unit that notebook 13's kernels use. Machine code built for sm_90a runs on 9.0 only."""
     if not gpu_available(): return False
     import torch
     return torch.cuda.get_device_capability() == (9, 0)

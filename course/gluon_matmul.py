@@ -68,7 +68,7 @@ def gluon_kernel():
             mbarrier.invalidate(full.index(i))
         c_tile = gl.allocate_shared_memory(c_desc.dtype, [BM, BN], c_desc.layout)
         c_tile.store(acc.to(c_desc.dtype))                    # the epilogue of step 6: through shared memory,
-        fence_async_shared()                                  # made visible to the copy engine,
+        fence_async_shared()                                  # made visible to the TMA unit (async proxy),
         tma.async_copy_shared_to_global(c_desc, [m0, n0], c_tile)    # and one TMA store
         tma.store_wait(0)
 

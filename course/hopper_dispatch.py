@@ -1,7 +1,7 @@
 """The decision every Hopper (TMA) matmul wrapper of the course makes before it launches anything.
 
 First the inputs are checked as everywhere in the course (bf16 here); then, where this machine cannot run the
-kernel, a CudaUnavailableError says why; last, shapes the copy engine cannot copy (`tma_can_copy`) go to a kernel
+kernel, a CudaUnavailableError says why; last, shapes TMA cannot copy (`tma_can_copy`) go to a kernel
 without TMA. Notebook 13's `HopperMatmul` and `course.gluon_matmul.matmul_gluon_bf16` both decide through it."""
 from .cuda_toolkit import CudaUnavailableError
 from .input_checks import check_matmul_inputs, tma_can_copy

@@ -67,7 +67,7 @@ def row_chunks(h, rows_per_block):
 
 
 def tma_can_copy(m, n):
-    """Whether Hopper's copy engine (TMA) can copy both bf16 inputs of m @ n and their product: every row a multiple
+    """Whether Hopper's TMA unit can copy both bf16 inputs of m @ n and their product: every row a multiple
     of 16 bytes (K and N multiples of 8) and both matrices starting on 16 bytes. Kernels that use TMA send other
     shapes to a kernel without it."""
     return m.shape[1] % 8 == 0 and n.shape[1] % 8 == 0 and m.data_ptr() % 16 == 0 and n.data_ptr() % 16 == 0

@@ -212,12 +212,35 @@ EVENT_STYLE = {'issue': dict(color='#1f77b4', label='producer: issue a TMA copy'
 THIN = {'hidden store'}       # drawn as a thin bar under the consumer's row: the consumer is not held by it
 
 
+def tile_labels(events, min_gap):
+    """Where draw_pipeline writes tile numbers in one row: [(x, text, kind)], one per bar of at least 0.8 units (waits and
+    thin bars get none), except that bars of one kind whose centres lie less than `min_gap` apart (copies issued one right
+    after another, which overlap in time) share one label, their first and last tile ('0-2') at the group's centre."""
+    bars = sorted((e for e in events if e.what not in ('wait', *THIN) and e.end - e.start >= 0.8),
+                  key=lambda e: (e.start + e.end) / 2)
+    groups = []
+    for e in bars:
+        last = groups[-1][-1] if groups else None
+        if last is not None and last.what == e.what and (e.start + e.end - last.start - last.end) / 2 < min_gap:
+            groups[-1].append(e)
+        else:
+            groups.append([e])
+    labels = []
+    for group in groups:
+        start, end = min(e.start for e in group), max(e.end for e in group)
+        tiles = [e.tile for e in group]
+        text = str(tiles[0]) if len(group) == 1 else f"{min(tiles)}-{max(tiles)}"
+        labels.append(((start + end) / 2, text, group[0].what))
+    return labels
+
+
 def draw_pipeline(run, title=None, row_names=None, event_labels=None, xmax=None):
     """The Run as a timeline: a row per party (producer, the copies, each consumer), bars per event labelled with
-    their tile (of K; a store's, of C); each bar carries the gid 'who:what:tile' so that what is drawn can be read
-    back. A hidden store is a thin bar under its consumer's row. The same protocol describes other pipelines (notebook
-    12's cp.async stages): `row_names` ({party: label}) and `event_labels` ({event kind, a key of EVENT_STYLE: legend
-    label}) rename what is drawn, and `xmax` sets the time axis's end (to draw several runs on one scale)."""
+    their tile (of K; a store's, of C; bars too close to label apart share a label, `tile_labels`); each bar carries the
+    gid 'who:what:tile' so that what is drawn can be read back. A hidden store is a thin bar under its consumer's row.
+    The same protocol describes other pipelines (notebook 12's cp.async stages): `row_names` ({party: label}) and
+    `event_labels` ({event kind, a key of EVENT_STYLE: legend label}) rename what is drawn, and `xmax` sets the time
+    axis's end (to draw several runs on one scale)."""
     unknown = set(event_labels or ()) - set(EVENT_STYLE)
     if unknown: raise ValueError(f"event_labels: no event kind {sorted(unknown)}; the kinds are {sorted(EVENT_STYLE)}")
     import matplotlib.pyplot as plt
@@ -235,13 +258,16 @@ def draw_pipeline(run, title=None, row_names=None, event_labels=None, xmax=None)
                       label=None if e.what in seen else label, **style)
         seen.add(e.what)
         bar.patches[0].set_gid(f'{e.who}:{e.what}:{e.tile}')
-        if e.what not in ('wait', *THIN) and e.end - e.start >= 0.8:
-            ax.text((e.start + e.end) / 2, y, str(e.tile), ha='center', va='center', fontsize=8,
-                    color='w' if e.what in ('math', 'store') else 'k')
+    end = (xmax or run.total) * 1.02
+    for who in rows:                      # a label's digits take about 2.5% of the axis: closer bars share one
+        y = len(rows) - 1 - rows.index(who)
+        for x, text, what in tile_labels([e for e in run.events if e.who == who], 0.025 * end):
+            ax.text(x, y, text, ha='center', va='center', fontsize=8, color='w' if what in ('math', 'store') else 'k')
     names = {'copy': 'TMA (bytes landing)', **(row_names or {})}
     ax.set_yticks(range(len(rows)), [names.get(r, r) for r in reversed(rows)])
-    ax.set_xlim(0, (xmax or run.total) * 1.02)
-    ax.set_xlabel("time (abstract units); the number on a bar is its tile of K (on a store, its tile of C)")
+    ax.set_xlim(0, end)
+    stores = any(e.what in ('store', 'pack', 'hidden store') for e in run.events)
+    ax.set_xlabel("time (abstract units); the number on a bar is its tile of K" + (" (on a store, its tile of C)" if stores else ""))
     ax.set_title(title or f"{run.total:.1f} units")
     ax.legend(loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()

@@ -9,11 +9,13 @@ plus, with split-K, the partial sums' traffic; and no run is faster than moving 
 
 `overhead` and `step` are each variant's own: `calibrate` measures them once per machine, from two shapes that differ
 only in K (two times, two unknowns), once with rows that start on 16 bytes and once with rows that do not (the
-kernel then reads float by float). A new shape then costs the model's arithmetic for every variant and split, and
-the timing of the few it ranks best (at least 8, more where they are quick to time: as many as its estimate of their
-timings fits in half a second; and the best-ranked of each tile shape, should the model misprice one), then a
-longer timing of the fastest three: `model_tuner(calibration, sms)` is a `tune` function for
-`course.tuning_cache.tuned`.
+kernel then reads float by float). The memory floor and the partial sums' traffic are not measured: they use a
+bandwidth in TB/s, `tbps`, the H100 SXM's datasheet figure unless said (`H100_HBM_TBPS`), so on another GPU pass its
+own. A new shape then costs the model's arithmetic for every variant and split, and the timing of the few it ranks
+best (at least 8, more where they are quick to time: as many as its estimate of their timings fits in half a
+second; and the best-ranked of each tile shape, should the model misprice one), then a longer timing of the fastest
+three: `model_tuner(calibration, sms)` is a `tune` function for `course.tuning_cache.tuned`, and keeps what its last
+tuning saw (`tune.last`, a `Tuning`).
 """
 import json, math
 from typing import NamedTuple
@@ -170,13 +172,26 @@ def affordable(order, h, k, w, budget_s=TIMING_BUDGET_S, reps=3):
     return n
 
 
-def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None, budget_s=TIMING_BUDGET_S):
+class Tuning(NamedTuple):
+    "What one model-ranked tuning saw: the model's ranking, the short timings of its shortlist, the finalists' longer ones."
+    order: list             # (modeled ms, candidate) for every candidate the model priced, fastest first
+    timed: list             # Trial per candidate of the shortlist, from its short timing, fastest first
+    final: list             # Trial per finalist, from its longer timing, fastest first: final[0] is kept
+
+    def rank_of(self, candidate):
+        "The model's rank of `candidate` (1: the one it priced fastest)."
+        return next(i for i, (_, c) in enumerate(self.order, 1) if c is candidate)
+
+
+def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None, budget_s=TIMING_BUDGET_S,
+                tbps=H100_HBM_TBPS):
     """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
     the candidates of the model's `shortlist` of its `top` best, or of as many as `affordable` within `budget_s` where
     that is more, then times the `finalists` fastest of them again, longer (their times are often within the noise
-    of a short timing), and returns the trials, the finalists first, fastest first."""
+    of a short timing), and returns the trials, the finalists first, fastest first. `tbps`: the memory bandwidth the
+    model assumes (the H100's datasheet figure unless said). After each tuning, `tune.last` is its `Tuning`."""
     def tune(candidates, h, k, w, progress=True, dtype='float32'):
-        order = ranked(candidates, calibration, h, k, w, sms)
+        order = ranked(candidates, calibration, h, k, w, sms, tbps=tbps)
         if not order: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
         final_timer = final_time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype, reps=15))
@@ -184,5 +199,7 @@ def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_m
         trials = sorted((Trial(c, timer(c, h, k, w)) for c in progress_of(
             picked, f"timing the model's {len(picked)} best", 'variant', show=progress)), key=lambda t: t.ms)
         final = sorted((Trial(t.variant, final_timer(t.variant, h, k, w)) for t in trials[:finalists]), key=lambda t: t.ms)
+        tune.last = Tuning(order, trials, final)
         return final + trials[finalists:]
+    tune.last = None
     return tune

@@ -63,17 +63,19 @@ def profile_each(snippets, kernel_regex, counters, cwd=None, timeout=600):
 def print_counters(profiles, row_names, counters, name_width, column_width, number_format='.2f', by_counter=False):
     """Print `profiles` ({key: {counter: value}}, as `profile_each` returns them) as a table: a row per key, named
     `row_names[key]` in a column `name_width` wide, and a column per entry of `counters` ({title: counter}),
-    `column_width` wide, each value in `number_format`. `by_counter`: the table turned, a row per counter (its title
-    in the `name_width` column) and a column per key, for many counters of few kernels."""
+    `column_width` wide, each value in `number_format`: one format for all, or a function of a counter's title that
+    returns its format (counts as whole numbers, ratios with decimals). `by_counter`: the table turned, a row per
+    counter (its title in the `name_width` column) and a column per key, for many counters of few kernels."""
+    fmt = number_format if callable(number_format) else lambda title: number_format
     if by_counter:
         print(f"  {'counter':{name_width}s}" + ''.join(f"{row_names[key]:>{column_width}s}" for key in profiles))
         for title, counter in counters.items():
-            print(f"  {title:{name_width}s}" + ''.join(f"{values[counter]:{column_width}{number_format}}" for values in profiles.values()))
+            print(f"  {title:{name_width}s}" + ''.join(f"{values[counter]:{column_width}{fmt(title)}}" for values in profiles.values()))
         return
     print(f"  {'step':{name_width}s}" + ''.join(f"{title:>{column_width}s}" for title in counters))
     for key, values in profiles.items():
         print(f"  {row_names[key]:{name_width}s}" +
-              ''.join(f"{values[counter]:{column_width}{number_format}}" for counter in counters.values()))
+              ''.join(f"{values[counter]:{column_width}{fmt(title)}}" for title, counter in counters.items()))
 
 
 @contextlib.contextmanager

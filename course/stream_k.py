@@ -165,8 +165,9 @@ def timeline(units, clusters, k_tiles, **rule):
 
 def draw_schedule(units, clusters, k_tiles, title=None, **rule):
     """Each cluster's pieces along time (in stages of K), coloured by unit; hatched: pieces of a shared unit, with
-    the fix-up (writing or adding partial sums) drawn as a dark bar after them."""
+    the fix-up (writing or adding partial sums) drawn as a dark bar after them. A legend beside the axes says so."""
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     p = plan(units, clusters, k_tiles, **rule)
     times = timeline(units, clusters, k_tiles, **rule)
     colors = [plt.get_cmap('tab20')(i) for i in range(20) if i not in (14, 15)]   # no greys: grey is the hand-over
@@ -181,6 +182,12 @@ def draw_schedule(units, clusters, k_tiles, title=None, **rule):
                 ax.barh(c, extra, left=t, color='0.25')
                 t += extra
     ax.set_xlabel("time, in stages of K (dark: writing or adding partial sums)")
+    ax.legend(handles=[Patch(facecolor=colors[0], edgecolor='black', linewidth=0.3, label='multiplying a whole unit'),
+                       Patch(facecolor=colors[1], edgecolor='black', linewidth=0.3, hatch='//',
+                             label='multiplying a piece of a unit\nshared along K'),
+                       Patch(facecolor='0.25', label='writing or adding\npartial sums'),
+                       Patch(facecolor='white', edgecolor='white', label='colour: the unit')],
+              loc='upper left', bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_ylabel("cluster")
     ax.invert_yaxis()
     makespan = max(sum(w + x for w, x in row) for row in times)

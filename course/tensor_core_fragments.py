@@ -118,7 +118,8 @@ def draw_fragments(shape=M16N8K16, operands=('a', 'b', 'c'), lane=None):
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
     widths = [shape.size(op)[1] for op in operands]
-    fig, axs = plt.subplots(1, len(operands), figsize=(sum(widths) * 0.62 + 1.5, shape.m * 0.5 + 1.6),
+    cell = 0.34                       # inches per element: the figure stays about as wide as a notebook's output area,
+    fig, axs = plt.subplots(1, len(operands), figsize=(sum(widths) * cell + 1.2, shape.m * cell + 1.1),   # unscaled
                             gridspec_kw=dict(width_ratios=widths))
     colours = plt.get_cmap('tab10').colors
     for ax, op in zip(axs, operands):
@@ -128,9 +129,12 @@ def draw_fragments(shape=M16N8K16, operands=('a', 'b', 'c'), lane=None):
                 on = lane is None or l == lane
                 ax.add_patch(Rectangle((c, r), 1, 1, facecolor=colours[(l >> 2) % 10] if on else '0.93',
                                        alpha=0.55 if on else 1, edgecolor='0.4', lw=0.5, gid=f'{op} {r} {c} lane {l}'))
-                ax.text(c + 0.5, r + 0.5, f'{l}:{i}', ha='center', va='center', fontsize=6.5,
-                        color='k' if on else '0.6')
-        ax.set_xlim(0, cols); ax.set_ylim(rows, 0); ax.set_aspect('equal'); ax.set_xticks([]); ax.set_yticks([])
+                ax.text(c + 0.5, r + 0.5, f'{l}:{i}', ha='center', va='center', fontsize=7.5,
+                        color='k' if on else '0.45')
+        ax.set_xlim(0, cols); ax.set_ylim(rows, 0); ax.set_aspect('equal')
+        ax.set_xticks([c + 0.5 for c in range(cols)], range(cols), fontsize=7)       # row and column numbers
+        ax.set_yticks([r + 0.5 for r in range(rows)], range(rows), fontsize=7)
+        ax.tick_params(length=0, pad=2)
         ax.set_title(f"{'C and D' if op == 'c' else op.upper()}: {rows} x {cols}", fontsize=10)
     who = f"lane {lane}'s elements coloured" if lane is not None else "colour: the lane's group (lane >> 2)"
     fig.suptitle(f"mma.sync.{shape.name} ({shape.inputs} inputs): 'lane:i' is element i of that lane's fragment; {who}",

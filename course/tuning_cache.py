@@ -6,7 +6,7 @@ and the dtype. The results live in one JSON file (`cache_dir()/tuning.json` unle
 a temporary file, so that an interrupted write leaves the old file; a file that cannot be read counts as empty.
 `tuned` is the one call a wrapper needs: the winner from the file, or from `autotune` (then written to the file).
 """
-import hashlib, json, os, tempfile
+import hashlib, json, os, tempfile, time
 from pathlib import Path
 
 
@@ -60,17 +60,29 @@ def save_winner(variants, winner, h, k, w, dtype, gpu, path=None):
     _write(path, results)
 
 
+def _remembered_key(what, variants, gpu):
+    return f"{gpu} | code {code_version(variants)} | {what}"
+
+
 def remembered(what, variants, compute, path=None, gpu=None):
     """A JSON-able result about `variants` on this GPU (e.g. a model's calibration), named `what`: read from the file
-    when this GPU computed it for this code before, else `compute()`d and written to the file."""
+    when this GPU computed it for this code before, else `compute()`d and written to the file, with the seconds
+    `compute()` took beside it (`remembered_seconds` reads them)."""
     path, gpu = path or default_path(), gpu or gpu_identity()
-    key = f"{gpu} | code {code_version(variants)} | {what}"
+    key = _remembered_key(what, variants, gpu)
     results = _read(path)
     if key in results: return results[key]
+    start = time.perf_counter()
     value = compute()
-    results[key] = value
+    results[key], results[key + ' | seconds'] = value, time.perf_counter() - start
     _write(path, results)
     return json.loads(json.dumps(value))        # as a later session will read it back
+
+
+def remembered_seconds(what, variants, path=None, gpu=None):
+    "How many seconds computing the result `remembered` keeps under these names took; None if it kept no time."
+    gpu = gpu or gpu_identity()
+    return _read(path or default_path()).get(_remembered_key(what, variants, gpu) + ' | seconds')
 
 
 def tuned(variants, h, k, w, dtype='float32', path=None, gpu=None, tune=None, progress=True):

@@ -92,3 +92,47 @@ def descriptor_fields(desc):
     "The fields of a descriptor back, in bytes: {'address', 'LBO', 'SBO', 'swizzle'}."
     return {'address': (desc & 0x3FFF) << 4, 'LBO': ((desc >> 16) & 0x3FFF) << 4,
             'SBO': ((desc >> 32) & 0x3FFF) << 4, 'swizzle': desc >> 62}
+
+
+def draw_k_major_tile(rows=64, stride_bytes=1024, element_bytes=2, shared_rows=16):
+    """A K-major tile of `rows` rows of 128 bytes (64 bf16 values of K each), drawn twice. Left, what a wgmma
+    descriptor addresses: *core matrices* of 8 rows x 16 bytes, core matrix (g, c) at g x SBO + c x 16 bytes before
+    the swizzle, the first wgmma's 16 values of K (two core matrices across) outlined; LBO, the step between core
+    matrices along K, is not used, since those lie side by side in one 128-byte row. Right, where TMA put each 16-byte
+    chunk of the first `shared_rows` rows in shared memory (tma_offset; the pattern repeats every 8 rows): chunk c of
+    row r at chunk c ^ (r % 8), coloured by c as on the left. Every rectangle has a gid: 'core g c offset' on the
+    left, 'shared r p c' on the right (row r's chunk p holds chunk c)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    chunks, per_chunk = SWIZZLE_BYTES // 16, 16 // element_bytes
+    colours = plt.get_cmap('Set3').colors
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 5.4), gridspec_kw=dict(width_ratios=[1, 1]))
+    for g in range(rows // 8):
+        for c in range(chunks):
+            offset = g * stride_bytes + c * 16
+            left.add_patch(Rectangle((c, g), 1, 1, facecolor=colours[c % len(colours)], edgecolor='0.3', lw=0.6,
+                                     gid=f'core {g} {c} {offset}'))
+            left.text(c + 0.5, g + 0.5, str(offset), ha='center', va='center', fontsize=7)
+    left.add_patch(Rectangle((0, 0), 2, rows // 8, fill=False, edgecolor='k', lw=2.2))
+    left.set_xlim(0, chunks); left.set_ylim(rows // 8, 0); left.set_aspect('equal')
+    left.set_xticks([c + 0.5 for c in range(chunks)],
+                    [f"K {c * per_chunk}-{c * per_chunk + per_chunk - 1}" for c in range(chunks)], fontsize=7, rotation=45)
+    left.set_yticks([g + 0.5 for g in range(rows // 8)], [f"rows {8 * g}-{8 * g + 7}" for g in range(rows // 8)], fontsize=7)
+    left.set_title(f"what the descriptor addresses: core matrices of 8 rows x 16 bytes at\ntheir byte offsets before the "
+                   f"swizzle, SBO = {stride_bytes} from 8 rows to the next\n(outlined: the first wgmma's 16 values of K; "
+                   f"the next starts 32 bytes on)", fontsize=9)
+    for r in range(shared_rows):
+        for c in range(chunks):
+            p = tma_offset(r, c * per_chunk, element_bytes) % SWIZZLE_BYTES // 16
+            right.add_patch(Rectangle((p, r), 1, 1, facecolor=colours[c % len(colours)], edgecolor='0.5', lw=0.4,
+                                      gid=f'shared {r} {p} {c}'))
+            right.text(p + 0.5, r + 0.5, str(c), ha='center', va='center', fontsize=7)
+    for g in range(1, -(-shared_rows // 8)): right.axhline(8 * g, color='k', lw=1.2)
+    right.set_xlim(0, chunks); right.set_ylim(shared_rows, 0)
+    right.set_xticks([p + 0.5 for p in range(chunks)], [f"{16 * p}" for p in range(chunks)], fontsize=7)
+    right.set_xlabel("byte of the 128-byte row", fontsize=8)
+    right.set_yticks([r + 0.5 for r in range(shared_rows)], [f"row {r}" for r in range(shared_rows)], fontsize=7)
+    right.set_title(f"where TMA put them (128-byte swizzle), the first {shared_rows} rows:\nchunk c of row r at chunk "
+                    f"c ^ (r mod 8); the number is c", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -7,7 +7,7 @@ copy go to the fallback), rejects bad input, and uses no local memory."""
 import pytest
 import torch
 
-from course import stream_k
+from course import hopper_ladder, stream_k
 from course.correctness import bad_matmul_inputs
 from course.cuda_library import CudaError
 from course.cuda_toolkit import CudaUnavailableError, hopper_available
@@ -96,7 +96,7 @@ def test_the_kernel_files_are_found_from_anywhere_and_installed(tmp_path, monkey
     patterns = tomllib.loads((ROOT / 'pyproject.toml').read_text())['tool']['setuptools']['package-data']['course']
     assert all(any(fnmatch.fnmatch(f'kernels/hopper/{name}', p) for p in patterns) for name in nb.HOPPER_FILES)
     (tmp_path / 'bare.cu').write_text('int x;\n\nint y;\n')
-    monkeypatch.setattr(nb, 'HOPPER_KERNEL_DIR', tmp_path)
+    monkeypatch.setattr(hopper_ladder, 'HOPPER_KERNEL_DIR', tmp_path)      # where the notebook's read_kernel comes from
     with pytest.raises(ValueError, match='must open with a comment'): nb.read_kernel('bare.cu')
 
 
@@ -115,6 +115,7 @@ def test_kernel_piece_takes_a_function_whole_with_its_comment():
     assert file == 'launcher.cu' and 'cudaLaunchKernelEx(&launch.config' in text and '{{' not in text
     whole, plain = nb.kernel_piece('for_each_piece')[1], nb.kernel_piece('for_each_piece', STREAM_K=False)[1]
     assert 'if constexpr (!STREAM_K)' in whole and 'stretch_start' in whole
+    assert '// here with STREAM_K = false\ntemplate <bool STREAM_K, class F>\n__device__ inline void for_each_piece' in plain
     assert 'if constexpr' not in plain and 'stretch_start' not in plain and 'unit += clusters) f(unit, 0, k_tiles);' in plain
     assert nb.kernel_piece('barrier_arrive', STREAM_K=False) == nb.kernel_piece('barrier_arrive')   # no switch of its own
     with pytest.raises(ValueError, match="no function or struct 'barrier_sleep'"): nb.kernel_piece('barrier_sleep')
@@ -239,7 +240,7 @@ def test_bad_input_is_rejected():
 
 @hopper
 def test_a_gpu_that_is_not_hopper_gets_a_sentence(monkeypatch):
-    monkeypatch.setattr(nb, 'hopper_available', lambda: False)
+    monkeypatch.setattr(hopper_ladder, 'hopper_available', lambda: False)
     m, n = random_inputs(64, 64, 64, 'bf16')
     with pytest.raises(CudaUnavailableError, match='Hopper'): nb.HopperMatmul('tma')(m, n)
 
@@ -339,10 +340,57 @@ def test_dispatch_checks_inputs_before_it_asks_about_the_gpu(dispatch_on_cpu):
 def test_a_missing_hopper_is_said_before_anything_runs(dispatch_on_cpu, monkeypatch):
     "HopperMatmul and the Gluon wrapper both refuse to run where their kernels cannot, with their own sentence."
     from course import gluon_matmul
-    monkeypatch.setattr(nb, 'hopper_available', lambda: False)
+    monkeypatch.setattr(hopper_ladder, 'hopper_available', lambda: False)
     monkeypatch.setattr(torch.cuda, 'get_device_name', lambda *a: 'a test GPU')
     m = torch.zeros(8, 8, dtype=torch.bfloat16)
     with pytest.raises(CudaUnavailableError, match=r"step 'tma' uses wgmma, which needs a Hopper GPU.*this one is a test GPU"):
         nb.HopperMatmul('tma')(m, m)
     monkeypatch.setattr(gluon_matmul, 'gluon_unavailable', lambda: "no Gluon here")
     with pytest.raises(CudaUnavailableError, match='no Gluon here'): nb.matmul_gluon(m, m)
+
+
+def test_the_registry_names_the_steps_the_ladder_module_builds():
+    "HOPPER_STEPS (the notebook's registry) and course.hopper_ladder.step_variant know the same steps, in one order."
+    assert tuple(nb.HOPPER_STEPS) == hopper_ladder.STEPS
+    assert nb.hopper_kernel('cluster').params == hopper_ladder.step_variant('cluster', nb.HOPPER_SOURCE).params
+    assert isinstance(nb.HopperMatmul('store', STORE_BUFFERS=2), hopper_ladder.StepMatmul)
+    assert nb.HopperMatmul('store', STORE_BUFFERS=2).kernel.params['STORE_BUFFERS'] == 2
+
+
+def test_step_lines_read_one_step_against_cublas_and_the_step_before(capsys):
+    from course.timing import Spread
+    def s(ms): return Spread(ms, ms * 0.99, ms * 1.01, ())
+    labels = list(nb.HOPPER_STEPS.values())
+    times = {(4096,) * 3: {'cuBLAS bf16': s(0.180), nb.NB12_STEP_D: s(0.40), labels[0]: s(0.30), labels[1]: s(0.33)}}
+    nb.step_vs_previous(times, 'pipelined')
+    out = capsys.readouterr().out
+    assert out == (f"4096³: {labels[1]}: 0.330 ms, 416 TFLOP/s; 0.55x cuBLAS's speed (slower); "
+                   "0.91x step 1's speed (slower)\n")
+    nb.step_vs_previous(times, 'tma')
+    assert "1.33x notebook 12's step d's speed (faster)" in capsys.readouterr().out
+    nb.step_vs_previous({}, 'store')
+    assert 'not measured in this run' in capsys.readouterr().out
+
+
+def test_print_against_cublas_aligns_long_names(capsys):
+    from course.timing import Spread
+    times = {'cuBLAS bf16': Spread(1.0, 0.99, 1.01, ()), 'a box at a time: 1 buffer (step 6), long': Spread(2.0, 1.9, 2.1, ())}
+    hopper_ladder.print_against_cublas((4096,) * 3, times, 989)
+    rows = capsys.readouterr().out.splitlines()[1:]
+    assert len({row.index(' ms (') for row in rows}) == 1                       # the times in one column
+
+
+def test_the_k_major_drawing_shows_tma_and_the_descriptor_agreeing():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    from course.wgmma_layout import draw_k_major_tile
+    fig = draw_k_major_tile()
+    assert isinstance(fig, matplotlib.figure.Figure) and len(fig.axes) == 2
+    core, shared = ({p.get_gid(): p for p in ax.patches if p.get_gid()} for ax in fig.axes)
+    assert len(core) == 64 and 'core 1 0 1024' in core and 'core 7 7 7280' in core      # g x SBO + c x 16
+    for gid in shared:                                                                   # row r's chunk p holds chunk c
+        _, r, p, c = gid.split()
+        assert tma_offset(int(r), 8 * int(c)) == 128 * int(r) + 16 * int(p)
+    assert len(shared) == 16 * 8
+    plt.close(fig)

@@ -118,3 +118,22 @@ def test_the_drawing_shows_hidden_stores_as_thin_bars():
     assert bars['consumer 0:hidden store:0'].get_height() < bars['consumer 0:math:0'].get_height() / 2
     assert 'consumer 1:store:1' in bars and 'consumer 1:pack:0' in bars
     plt.close(fig)
+
+
+def test_copies_that_overlap_in_time_share_one_label_and_the_x_label_names_c_only_with_stores():
+    import matplotlib.pyplot as plt
+    from course.mbarrier_pipeline import tile_labels
+    run = simulate(tiles=6, stages=3, consumers=1)              # notebook 12's drawing: copies 0-2 issued back to back
+    copies = [e for e in run.events if e.who == 'copy']
+    assert [text for _, text, _ in tile_labels(copies, 0.025 * 70)] == ['0-2', '3', '4', '5']
+    assert [text for _, text, _ in tile_labels(copies, 0.01)] == ['0', '1', '2', '3', '4', '5']   # room for each
+    fig = draw_pipeline(run, xmax=70)
+    ax = fig.axes[0]
+    texts = sorted((t.get_position()[1], t.get_position()[0]) for t in ax.texts)
+    for (y0, x0), (y1, x1) in zip(texts, texts[1:]):
+        assert y0 != y1 or x1 - x0 >= 0.025 * 70                  # no two labels of one row on top of each other
+    assert 'tile of C' not in ax.get_xlabel()
+    plt.close(fig)
+    stored = draw_pipeline(simulate(8, stages=4, k_tiles=4, epilogue=5))
+    assert 'on a store, its tile of C' in stored.axes[0].get_xlabel()
+    plt.close(stored)

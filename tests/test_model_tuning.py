@@ -182,3 +182,28 @@ def test_short_timings_queue_small_products_back_to_back(monkeypatch):
 def test_the_tuner_refuses_without_a_calibration():
     with pytest.raises(ValueError, match='calibrate'):
         model_tuner({}, SMS, time_ms=true_ms)(candidates(), 100, 100, 100, progress=False)
+
+
+def test_the_tuner_keeps_what_its_last_tuning_saw():
+    timed = []
+    def pretend(c, h, k, w):
+        timed.append((true_ms(c, h, k, w) * (0.5 if c.params['splits'] == 4 else 1.0), c))   # the GPU disagrees
+        return timed[-1][0]
+    tune = model_tuner(calibration(), SMS, top=4, finalists=2, time_ms=pretend, final_time_ms=pretend, budget_s=0)
+    assert tune.last is None
+    shape = (256, 8192, 8192)
+    cands = candidates()
+    kept = tune(cands, *shape, progress=False)[0].variant
+    seen, short = tune.last, timed[:len(tune.last.timed)]          # the short timings, then the finalists' again
+    assert [(ms, c.params) for ms, c in seen.order] == [(ms, c.params) for ms, c in ranked(cands, calibration(), *shape, SMS)]
+    assert [t.variant for t in seen.timed] == [c for _, c in sorted(short, key=lambda t: t[0])]
+    assert seen.final[0].variant is kept and kept.params['splits'] == 4
+    assert seen.rank_of(seen.order[0][1]) == 1 and seen.rank_of(kept) == 1 + [c for _, c in seen.order].index(kept)
+
+
+def test_the_tuner_prices_traffic_at_the_bandwidth_it_is_given():
+    slow = model_tuner(calibration(), SMS, top=1, finalists=1, time_ms=true_ms, final_time_ms=true_ms, budget_s=0,
+                       tbps=H100_HBM_TBPS / 100)
+    slow(candidates(), 50000, 16, 1000, progress=False)         # K = 16: the memory floor decides
+    floor = 4 * (50000 * 16 + 16 * 1000 + 50000 * 1000) / (H100_HBM_TBPS / 100 * 1e9)
+    assert slow.last.order[0][0] >= floor

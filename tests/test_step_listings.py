@@ -81,7 +81,11 @@ def test_the_hopper_ladder_changes_what_its_steps_say():
         return [l[1:].strip() for l in step_changes(a, b).splitlines() if l[:1] in '+-' and not l.startswith(('---', '+++'))]
     persistent = changed(nb13.step_listing('specialized'), nb13.step_listing('persistent'))
     assert 'const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;' in persistent
-    assert len(persistent) == 6                      # the title, two lines of parameters, one line of the kernel
+    code = [l for l in persistent if not l.startswith('//')]
+    assert sorted(code) == sorted(['const int units = cdiv(cdiv(M, BM), CLUSTER) * cdiv(N, BN);',   # used no more
+                                   'const int cluster = blockIdx.x / CLUSTER, clusters = units;',
+                                   'const int cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;'])
+    assert any(l.startswith('// PERSISTENT (step 4): ') for l in persistent)    # the switch's paragraph, now it is on
     order = changed(nb13.step_listing('persistent'), nb13.step_listing('persistent', GROUP=16))
     assert not [l for l in order if not l.startswith('//')]          # the tile order: a parameter, no line of code
     cluster = changed(nb13.step_listing('persistent', GROUP=16), nb13.step_listing('cluster'))
@@ -115,3 +119,86 @@ def test_lambdas_a_step_never_calls_are_left_out_with_their_comments():
     plain = specialize(LAMBDAS, dict(OVERLAP=False))            # later unused, then helper, used only by later
     assert 'auto store_box' in plain and 'Stores a box' in plain and 'helper' not in plain.split('int told')[0]
     assert 'auto later' not in plain and '2 lambda(s) this step never calls left out' in plain
+
+
+PRUNED = r'''// What every step does.
+// OVERLAP (step 7): stores under the next tile;
+// and a second line about it.
+// STORE > 0 (step 6): stores through shared memory.
+// And a general line again? No: still STORE's paragraph, up to the code.
+template <bool OVERLAP, int STORE, int CLUSTER>
+__global__ void k(int* out) {
+    static_assert(!OVERLAP || STORE > 0, "overlap stores through the buffers");
+    static_assert(CLUSTER == 1 || 64 % CLUSTER == 0, "boxes shared evenly");
+    static_assert(STORE < 8, "at most 8 buffers");                 // no || : kept
+    const int n = out[0], unused_anyway = 3;                        // unused in the template itself: kept
+    int* told = out + 1;                                            // only the lambda below uses it
+    const bool issuer = threadIdx.x == 0, other = n > 0;            // issuer: only the branch below
+    auto store_box = [&](int b) { *told = b; };
+    if constexpr (STORE > 0) {
+        if (issuer && other) store_box(n);
+    }
+    out[n] = 1;
+}
+'''
+
+
+@pytest.mark.parametrize('store', [0, 1])
+def test_prune_leaves_out_what_only_the_removed_code_needed(store):
+    params = dict(OVERLAP=False, STORE=store, CLUSTER=1)
+    plain = specialize(PRUNED, params, title='a step')
+    assert 'int* told' in plain and 'OVERLAP (step 7)' in plain           # the default: as before
+    pruned = specialize(PRUNED, params, title='a step', prune=True)
+    assert 'OVERLAP (step 7)' not in pruned and 'a second line about it' not in pruned
+    assert ('STORE > 0 (step 6)' in pruned) == bool(store) and ('And a general line' in pruned) == bool(store)
+    assert 'overlap stores through the buffers' not in pruned and 'boxes shared evenly' not in pruned
+    assert 'at most 8 buffers' in pruned and 'unused_anyway' in pruned and 'out[n] = 1;' in pruned
+    assert ('int* told' in pruned) == bool(store) and ('issuer' in pruned) == bool(store)
+    assert pruned.startswith('// What every step does.\n')
+    left = '2 static_asserts, comments on 1 switch off' if store else '1 lambda, 2 declarations, 2 static_asserts, comments on 2 switches off'
+    assert f"// a step; left out for these switches: {left}\n" in pruned
+    on = specialize(PRUNED, dict(OVERLAP=True, STORE=1, CLUSTER=2), prune=True)
+    assert 'OVERLAP (step 7)' in on and 'overlap stores through the buffers' in on and 'boxes shared evenly' in on
+
+
+def test_keep_template_writes_the_parameters_above_the_template_line():
+    piece = '''// f for each unit.
+template <bool STREAM_K, class F>
+void each(F&& f) {
+    if constexpr (!STREAM_K) f(0); else f(1);
+}
+'''
+    text = specialize(piece, dict(STREAM_K=False), keep_template=True)
+    assert text.startswith('// f for each unit.\n// here with STREAM_K = false\ntemplate <bool STREAM_K, class F>\n')
+    assert 'f(0);' in text and 'f(1)' not in text
+
+
+def test_the_hopper_listings_fit_a_screen_and_a_line():
+    "Step 3 is shown whole in two parts (setup and producer, then the consumers), each within a screen; no line wraps."
+    listing = nb13.step_listing('specialized')
+    at = listing.index('    } else {')
+    assert len(listing[:at].splitlines()) <= 45 and len(listing[at:].splitlines()) <= 40
+    for name in ('told', 'issuer', 'pairs', 'from_issuer', 'STORE_BUFFERS > 0', 'OVERLAP (step 7)'):
+        assert name not in listing, name
+    for step in nb13.HOPPER_STEPS:
+        assert max(len(line) for line in nb13.step_listing(step).splitlines()) <= 140, step
+
+
+def test_patched_undoes_step_changes_and_refuses_a_diff_that_does_not_apply():
+    from course.step_listings import patched
+    before = specialize(TEMPLATE, dict(BN=256, PERSISTENT=True, CLUSTER=1, STORE=0))
+    after = specialize(TEMPLATE, dict(BN=256, PERSISTENT=False, CLUSTER=2, STORE=1))
+    assert patched(before, step_changes(before, after)) == after
+    shown = step_changes(before, after).split('\n')[3:]              # as a notebook writes it: no ---/+++ nor first '  ...'
+    assert patched(before, '\n'.join(l.rstrip() for l in shown)) == after     # an empty line: an empty line of context
+    with pytest.raises(ValueError, match='does not apply'):
+        patched(before.replace('__syncthreads();', 'sync();'), step_changes(before, after))
+
+
+def test_code_only_leaves_out_lines_that_hold_only_a_comment():
+    before = "// one comment\nint a = 1;   // a comment after code stays\nint b = 2;\n"
+    after = "// the comment, rewritten\n// and a second line\nint a = 1;   // a comment after code stays\nint b = 3;\n"
+    changed = [l for l in step_changes(before, after, code_only=True).splitlines()
+               if l[:1] in '+-' and not l.startswith(('---', '+++'))]
+    assert changed == ['-int b = 2;', '+int b = 3;']
+    assert len([l for l in step_changes(before, after).splitlines() if l.startswith(('-//', '+//'))]) == 3

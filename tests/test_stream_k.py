@@ -92,6 +92,9 @@ def test_draw_schedule_draws_every_piece():
     bars = fig.axes[0].patches
     assert len(bars) >= sum(len(row) for row in pieces(10, 6, 128))
     assert 'stream-K' in fig.axes[0].get_title()
+    legend = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]      # what hatching, dark and colour mean
+    assert any('shared along K' in t for t in legend) and any('partial sums' in t for t in legend)
+    assert 'colour: the unit' in legend
 
 
 def test_a_stretch_is_cut_at_every_unit_it_crosses():

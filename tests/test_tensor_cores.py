@@ -187,9 +187,46 @@ def test_the_counter_table_has_a_column_per_step_and_a_row_per_counter(capsys):
     nb.print_profile(profiles)
     header, *rows = capsys.readouterr().out.splitlines()
     assert header == f"  {'counter':30s}" + ''.join(f"{nb.LADDER_STEPS[step]:>25s}" for step in ('mma', 'pipelined'))
-    assert [row[2:32].strip() for row in rows] == list(nb.TC_COUNTERS)
-    assert rows[1][32:] == f"{'1,234,568.00':>25s}{'1,234,578.00':>25s}"
+    assert [row[2:32].strip() for row in rows] == list(nb.TC_COUNTERS) + list(nb.DERIVED)
+    assert rows[1][32:] == f"{'1,234,568':>25s}{'1,234,578':>25s}"                    # counts are whole
+    assert rows[0][32:] == f"{'1,234,567.00':>25s}{'1,234,577.00':>25s}"              # shares and ratios: 2 decimals
     assert max(len(line) for line in [header, *rows]) <= 150       # fits the output area (tests/test_browser.py)
+
+
+def test_the_derived_counters_are_the_waiting_and_the_share_of_reloads():
+    profile = {nb.TC_COUNTERS['stall long scoreboard / issue']: 2.5, nb.TC_COUNTERS['instructions issued']: 1000.0,
+               nb.TC_COUNTERS['local loads']: 50.0}
+    assert nb.counter_value(profile, 'long-scoreboard warp-cycles') == 2500.0
+    assert f"{nb.counter_value(profile, 'local loads / instructions'):{nb.counter_format('local loads / instructions')}}" == '5.00%'
+    assert nb.counter_format('instructions issued') == ',.0f' and nb.counter_format('stall wait / issue') == ',.2f'
+
+
+@pytest.mark.parametrize('precision', ['bf16', 'tf32'])
+def test_each_steps_listing_is_its_kernel_whole(precision):
+    "Steps a to c, each as one listing: the template's parameters as constants, the main loop of b and c written in."
+    listings = {'wmma': nb.kernel_listing(nb.WMMA_KERNEL, precision, 'a'),
+                'mma': nb.kernel_listing(nb.MMA_KERNEL, precision, 'b', inline=nb.MMA_PIECES),
+                'ldmatrix': nb.kernel_listing(nb.LDMATRIX_KERNEL, precision, 'c', inline=nb.MMA_PIECES)}
+    ctype = 'Bf16' if precision == 'bf16' else 'Tf32'
+    for step, text in listings.items():
+        lines = text.splitlines()
+        assert f'__global__ void __launch_bounds__(THREADS)\n{nb.STEPS[step][0]}(' in text, step
+        assert 'template <class P' not in text and f'P = {ctype}' in text and 'ALIGNED = true' in text
+        assert text.count('{') == text.count('}') and len(lines) <= 60 and max(map(len, lines)) <= 150
+    assert f'struct Wmma<{ctype}>' in listings['wmma'] and 'struct Wmma<' + ('Tf32' if ctype == 'Bf16' else 'Bf16') not in listings['wmma']
+    for step, loader, swizzled in (('mma', 'ScalarFragments', 'false'), ('ldmatrix', 'LdmatrixFragments', 'true')):
+        text = listings[step]
+        assert 'one_stage_matmul' not in text.split('\n', 1)[1] and 'for (int k0 = 0; k0 < K; k0 += BK)' in text
+        assert f'MmaWarpTile<P, {loader}, LA, LB' in text and f'Layout<BK * sizeof(T), {swizzled}>' in text
+        assert 'SWIZZLE' not in text and 'class F' not in text
+
+
+def test_the_sentence_says_whether_the_tuned_kernel_is_step_d(monkeypatch):
+    shape = (4096, 4096, 4096)
+    monkeypatch.setitem(nb.TUNED, ('bf16', *shape), nb.tensor_core('pipelined', 'bf16'))
+    assert nb.tuned_is_step_d('bf16', shape).strip().startswith('the tuned kernel is step d:')
+    monkeypatch.setitem(nb.TUNED, ('bf16', *shape), nb.tensor_core('pipelined', 'bf16', BN=256, STAGES=2))
+    assert nb.tuned_is_step_d('bf16', shape).strip() == 'the tuned kernel is not step d: BN = 256 (step d: 128), STAGES = 2 (step d: 3)'
 
 
 def test_a_labelled_check_prints_one_line_for_right_shapes_and_a_line_for_each_wrong_one(capsys):

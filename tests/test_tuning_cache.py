@@ -73,3 +73,17 @@ def test_remembered_computes_once_per_gpu_and_code(tmp_path):
     remembered('calibration', space, compute, path=path, gpu='other')
     remembered('calibration', variants((64, 64), source='kernel v2'), compute, path=path, gpu='g')
     assert len(calls) == 3
+
+
+def test_remembered_keeps_how_long_the_computation_took(tmp_path):
+    import time
+    from course.tuning_cache import remembered, remembered_seconds
+    path, space = tmp_path / 'tuning.json', variants((64, 64))
+    assert remembered_seconds('calibration', space, path=path, gpu='g') is None         # nothing computed yet
+    def compute(): time.sleep(0.05); return {'a': 1}
+    remembered('calibration', space, compute, path=path, gpu='g')
+    took = remembered_seconds('calibration', space, path=path, gpu='g')
+    assert 0.05 <= took < 5
+    assert remembered('calibration', space, compute, path=path, gpu='g') == {'a': 1}   # read back: the time stays
+    assert remembered_seconds('calibration', space, path=path, gpu='g') == took
+    assert remembered_seconds('calibration', space, path=path, gpu='other') is None

@@ -38,7 +38,7 @@ __device__ inline void barrier_wait(uint64_t* bar, int parity) {
         asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
                      : "=r"(done) : "r"(shared_address(bar)), "r"(parity) : "memory");
 }
-// Make initialised barriers visible to the copy engine and to the other blocks of the cluster.
+// Make initialised barriers visible to the TMA unit (the async proxy) and to the other blocks of the cluster.
 __device__ inline void barrier_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 
 // ---- thread-block clusters ----
@@ -68,10 +68,13 @@ __device__ inline void tma_store(const CUtensorMap& map, const void* src, int x,
                  :: "l"(&map), "r"(shared_address(src)), "r"(x), "r"(y) : "memory");
 }
 __device__ inline void tma_store_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-template <int PENDING> __device__ inline void tma_store_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(PENDING) : "memory"); }
+template <int PENDING> __device__ inline void tma_store_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;" :: "n"(PENDING) : "memory");
+}
 template <int PENDING> __device__ inline void tma_store_wait() { asm volatile("cp.async.bulk.wait_group %0;" :: "n"(PENDING) : "memory"); }
-// Make this thread's ordinary shared-memory writes visible to the copy engine before it reads them.
-__device__ inline void fence_for_copy_engine() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Order this thread's ordinary (generic proxy) writes to shared memory before what the async proxy, the TMA unit,
+// reads after it: a TMA store issued after this fence and a barrier sees those writes.
+__device__ inline void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // A barrier for the `threads` threads that name barrier `id` (1 to 15: 0 is __syncthreads's).
 __device__ inline void named_barrier(int id, int threads) { asm volatile("bar.sync %0, %1;" :: "r"(id), "r"(threads) : "memory"); }
 

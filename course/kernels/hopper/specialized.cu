@@ -5,22 +5,27 @@
 
 // Steps 3 to 8. Warpgroup 0 produces: one of its threads issues every TMA copy. Warpgroups 1 to CONSUMERS each
 // multiply 64 of the tile's BM = 64 x CONSUMERS rows. Stage s has two barriers: full[s] (its copies landed) and
-// empty[s] (every consumer warp that reads it, in every block that received it, is done with it).
-// PERSISTENT: as many blocks as fit on the GPU at once, each taking units blockIdx.x / CLUSTER, then + the number
-// of clusters, ...; else one unit per cluster. A unit is CLUSTER tiles one above the other, which share B's tile:
-// with CLUSTER = 2, each block copies half of B's boxes into the shared memory of both (TMA multicast).
+// empty[s] (every consumer warp that reads it, in every block that received it, is done with it). A cluster of
+// CLUSTER blocks computes a unit, CLUSTER tiles one above the other. The grid has a cluster per unit (unless
+// PERSISTENT), and sk says that every unit is done whole (unless STREAM_K).
+// PERSISTENT (step 4): as many clusters as fit on the GPU at once, each taking units blockIdx.x / CLUSTER, then
+// + the number of clusters, and so on.
+// CLUSTER > 1 (step 5): the CLUSTER tiles of a unit share B's tile: each block copies 1 / CLUSTER of B's boxes
+// into the shared memory of every block of the cluster (TMA multicast).
 // STORE_BUFFERS > 0 (step 6): each consumer converts its results to bf16 pairs, puts them in shared memory one box
 // of 64 columns at a time through STORE_BUFFERS buffers of a box each, and one of its threads stores each box with
-// TMA. OVERLAP (step 7): the consumer keeps the pairs and starts the next tile at once; each of that tile's first
-// BN / 64 stages stores one box while its wgmmas run. STREAM_K (step 8): the last round's units are shared along
-// K as `sk` says (STREAM_K_PIECES), and no block waits for another; without it, sk says that every unit is done whole.
+// TMA.
+// OVERLAP (step 7): the consumer keeps the pairs and starts the next tile at once; each of that tile's first
+// BN / 64 stages stores one box while its wgmmas run.
+// STREAM_K (step 8): the last round's units are shared along K as `sk` says (STREAM_K_PIECES), and no block waits
+// for another.
 template <int BN, int STAGES, int CONSUMERS, int GROUP, bool PERSISTENT, int CLUSTER, int STORE_BUFFERS, bool OVERLAP, bool STREAM_K>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __grid_constant__ CUtensorMap a_map,
         const __grid_constant__ CUtensorMap b_map, const __grid_constant__ CUtensorMap c_map, __nv_bfloat16* C,
         int M, int N, int K, const StreamK sk) {
     constexpr int BM = 64 * CONSUMERS, A_BYTES = BM * ROW, B_BYTES = BK * BN * 2, STAGE = A_BYTES + B_BYTES;
     constexpr int C_BYTES = CONSUMERS * STORE_BUFFERS * 64 * ROW;
-    static_assert(BN / BOX % CLUSTER == 0, "the blocks of a cluster share B's boxes evenly");
+    static_assert(CLUSTER == 1 || BN / BOX % CLUSTER == 0, "the blocks of a cluster share B's boxes evenly");
     static_assert(!OVERLAP || STORE_BUFFERS > 0, "step 7 stores through step 6's buffers");
     static_assert(!STREAM_K || PERSISTENT, "stream-K shares the last round of a persistent kernel");
     extern __shared__ char shared_raw[];
@@ -49,7 +54,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
                     barrier_arrive_expect(&full[s], STAGE);
                     tma_load(a, a_map, &full[s], kt * BK, m0 + rank * BM);
                     for (int j = rank; j < BN / BOX; j += CLUSTER)      // this block's share of B's boxes
-                        if constexpr (CLUSTER > 1) tma_load_multicast(a + A_BYTES + j * BK * ROW, b_map, &full[s], n0 + j * BOX, kt * BK, (1 << CLUSTER) - 1);
+                        if constexpr (CLUSTER > 1)
+                            tma_load_multicast(a + A_BYTES + j * BK * ROW, b_map, &full[s], n0 + j * BOX, kt * BK, (1 << CLUSTER) - 1);
                         else tma_load(a + A_BYTES + j * BK * ROW, b_map, &full[s], n0 + j * BOX, kt * BK);
                 }
             });
@@ -87,7 +93,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
             if (issuer) tma_store_wait_read<BUFFERS - 1>();      // the store that last read `box` is done
             named_barrier(1 + consumer, 128);
             stage_box<BN>(box, pairs, b);
-            fence_for_copy_engine();
+            fence_async_proxy();
             named_barrier(1 + consumer, 128);                    // every thread of this consumer wrote its part
             if (issuer) {
                 tma_store(c_map, box, pairs_n0 + b * BOX, pairs_m0);
@@ -128,13 +134,15 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
                     // The first's piece ends its stretch and the others' begin theirs, so it usually comes last:
                     // if all the others are counted in (it looks for a few microseconds at most), it keeps its sums
                     // in registers and writes none.
-                    const bool kept = from_issuer(issuer && k_begin == 0 ? counted_within(sk.arrived + counter, others, SK_POLLS) : -1) == others;
+                    const bool kept = from_issuer(issuer && k_begin == 0 ? counted_within(sk.arrived + counter, others, SK_POLLS)
+                                                                         : -1) == others;
                     // The last to come finishes the unit: the sums added cluster by cluster, first to last, so that
                     // C's bits are the same whoever comes last.
                     if (!kept) {                                 // hand the sums over ...
                         float4* mine = sk.partials + slot(blockIdx.x, k_begin == 0);
                         #pragma unroll
-                        for (int i = 0; i < BN / 8; ++i) __stcg(mine + 128 * i, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
+                        for (int i = 0; i < BN / 8; ++i)
+                            __stcg(mine + 128 * i, make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]));
                         named_barrier(1 + consumer, 128);        // (all of this consumer's sums are written)
                         if (from_issuer(issuer ? count_in(sk.arrived + counter) : 0) < others) {
                             pairs_m0 = -1;                       // ... to a later one, which finishes the unit
@@ -173,7 +181,8 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
                 for (int b = 0; b < BN / BOX; ++b) store_box(b);
             }
         }
-        if (STORE_BUFFERS > 0 && issuer) tma_store_wait<0>();   // the last stores are done before the block ends
+        if constexpr (STORE_BUFFERS > 0)
+            if (issuer) tma_store_wait<0>();                     // the last stores are done before the block ends
     }
     if (CLUSTER > 1) cluster_sync();        // a block leaves only when the other can no longer write into it
 }

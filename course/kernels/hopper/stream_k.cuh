@@ -14,7 +14,9 @@ struct StreamK { float4* partials; int* arrived; int whole_units, sk_clusters, s
 // (The launcher uses stream-K only where sk_clusters x sk_stages fits in an int.)
 __device__ inline int stretch_start(const StreamK& sk, int cluster) { return cluster * sk.sk_stages / sk.sk_clusters; }
 // The cluster whose stretch holds stage `stage`: the last c with stretch_start(c) <= stage.
-__device__ inline int cluster_of_stage(const StreamK& sk, int stage) { return ((stage + 1) * sk.sk_clusters + sk.sk_stages - 1) / sk.sk_stages - 1; }
+__device__ inline int cluster_of_stage(const StreamK& sk, int stage) {
+    return ((stage + 1) * sk.sk_clusters + sk.sk_stages - 1) / sk.sk_stages - 1;
+}
 // f(unit, k_begin, k_end) for each piece of work of this block's cluster, in order: the whole units, one every
 // `clusters`, then (STREAM_K) the cluster's stretch, cut where it crosses from one unit into the next. One loop
 // with one int of state calls f: a second copy of the consumer's loop, or two more live registers, make the

@@ -4,10 +4,10 @@
 
 // Steps 1, 2 and 2b: one warpgroup (128 threads) computes a BM x BN tile of C, BM / 64 wgmmas of 64 rows each.
 // Thread 0 copies A's and B's tiles by TMA into STAGES shared buffers; buffer s has a barrier full[s] that
-// completes when its bytes have landed. With STAGES = 1 every copy waits for the multiply before it (step 1);
-// with more, the copies of the next tiles fly while this one is multiplied (step 2). IN_FLIGHT = 1 (step 2b)
-// waits for a stage's wgmmas only after the next stage's are issued, so the tensor cores always have a group
-// queued; the stage then released is the one before.
+// completes when its bytes have landed. A copy into a buffer waits until the warpgroup is done with it.
+// STAGES > 1 (step 2): the copies of the next stages fly while this one is multiplied.
+// IN_FLIGHT > 0 (step 2b): a stage's wgmmas are waited for only after the next stage's are issued, so the tensor
+// cores always have a group queued; the stage then released is the one before.
 template <int BM, int BN, int STAGES, int GROUP, int IN_FLIGHT>
 __global__ void __launch_bounds__(128) tma_wgmma(const __grid_constant__ CUtensorMap a_map,
         const __grid_constant__ CUtensorMap b_map, const __grid_constant__ CUtensorMap c_map, __nv_bfloat16* C,
