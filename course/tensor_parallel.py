@@ -1,5 +1,6 @@
 """Tensor-parallel layers with torch.distributed: the serial way (a collective, then the multiply, or the reverse) and
-the overlapped way (a ring of point-to-point transfers, each chunk multiplied as soon as it is here).
+the overlapped ways (a ring of point-to-point transfers, or copies pulled from the other GPUs' memory, each chunk
+multiplied as soon as it is here).
 
 Every function runs in each process of a group (one process per GPU, started by `torchrun`; see course.tp_run) and
 takes that process's shards. The same code runs on GPUs with NCCL and on a CPU with gloo (as the tests do).
@@ -8,6 +9,8 @@ takes that process's shards. The same code runs on GPUs with NCCL and on a CPU w
   X W's columns of this process (all-gather, then one multiply).
 - `column_parallel_ring(x, w, chunks)`: the same result; X's rows travel round a ring in P x `chunks` chunks, and each
   is multiplied while the next travels.
+- `column_parallel_pull(x, w, shards, chunks)`: the same result; each GPU's rows sit in memory the others can read
+  (`PeerShards`), and each GPU's copy engines pull the others' rows chunk by chunk while it multiplies.
 - `row_parallel_serial(x, w)`: x is this process's k / P columns of X (all m rows), w its k / P rows of W; returns
   this process's m / P rows of the summed X W (one multiply, then a reduce-scatter).
 - `row_parallel_ring(x, w, chunks)`: the same; each hop multiplies the rows it passes on next, adds the partial sums
@@ -52,6 +55,12 @@ def _wait(works, stream=None):
         for work in works: work.wait()
 
 
+def _multiply_into(out, a, b, matmul):
+    "out = a b, written in place where `matmul` is torch.matmul (no copy of the product), else copied."
+    if matmul is torch.matmul: torch.matmul(a, b, out=out)
+    else: out.copy_(matmul(a, b))
+
+
 def _split_rows(rows, chunks):
     if chunks < 1 or rows % chunks: raise ValueError(f"{rows} rows do not split into {chunks} chunks of whole rows")
     return rows // chunks
@@ -80,7 +89,7 @@ def column_parallel_ring(x, w, chunks=1, matmul=torch.matmul):
             _wait(arriving[c], comm)                   # the chunk is here before it is passed on (CPU: we wait)
             sent = _exchange(have[c], nxt[c], to, frm, comm) if not last else []
             if comm is not None: _wait(arriving[c])    # ... and before the current stream multiplies it
-            out[owner * rows + c * step:owner * rows + (c + 1) * step] = matmul(have[c], w)
+            _multiply_into(out[owner * rows + c * step:owner * rows + (c + 1) * step], have[c], w, matmul)
             arriving[c] = sent
         if not last: have = nxt
     return out
@@ -119,3 +128,63 @@ def row_parallel_ring(x, w, chunks=1, matmul=torch.matmul):
                 received[c] = torch.empty_like(ours)
                 arriving[c] = _exchange(ours, received[c], to, frm, comm)
         if last: return torch.cat(sums) if chunks > 1 else sums[0]
+
+
+class PeerShards:
+    """Every process's rows of X where the other GPUs can read them: torch's symmetric memory maps each GPU's buffer
+    into the others' address space, so a GPU pulls a peer's rows with a plain copy, done by its copy engines (DMA),
+    with no kernel taking multiprocessors from the multiply. On a CPU (gloo) a stand-in: `publish` all-gathers the
+    shards into a list, so that the code that pulls and multiplies runs, and is checked, the same way.
+
+    `publish(x)` puts this process's rows in its buffer and waits until every process has; `done()` waits until
+    every process has finished reading, before any buffer is written again."""
+
+    def __init__(self, rows, cols, dtype, device):
+        self.rank, self.size, self.device = dist.get_rank(), dist.get_world_size(), torch.device(device)
+        self.shape, self.dtype = (rows, cols), dtype
+        if self.device.type == 'cuda':
+            from torch.distributed._symmetric_memory import empty, rendezvous
+            self.mine = empty(self.shape, dtype=dtype, device=self.device)
+            self.handle = rendezvous(self.mine, dist.group.WORLD.group_name)
+            self.peers = [self.mine if q == self.rank else self.handle.get_buffer(q, self.shape, dtype)
+                          for q in range(self.size)]
+        else:
+            self.handle, self.peers = None, None
+
+    def publish(self, x):
+        if tuple(x.shape) != self.shape or x.dtype != self.dtype:
+            raise ValueError(f"these shards hold {self.shape} {self.dtype}, got {tuple(x.shape)} {x.dtype}")
+        if self.handle is None:
+            self.peers = [torch.empty_like(x) for _ in range(self.size)]
+            dist.all_gather(self.peers, x.contiguous())
+        else:
+            self.mine.copy_(x)
+            self.handle.barrier()                     # a stream-ordered barrier: every GPU's rows are in place
+
+    def done(self):
+        if self.handle is None: dist.barrier()
+        else: self.handle.barrier()
+
+
+def column_parallel_pull(x, w, shards, chunks=1, matmul=torch.matmul):
+    """As column_parallel_serial, overlapped with copy engines: every process publishes its rows in `shards` (a
+    PeerShards), then pulls the others' rows chunk by chunk on a side stream, nearest in the ring first, while the
+    current stream multiplies its own rows and then each chunk once it has landed."""
+    rank, size, _, _ = _ring()
+    rows, step = x.shape[0], _split_rows(x.shape[0], chunks)
+    shards.publish(x)
+    out, gathered, comm = x.new_empty(size * rows, w.shape[1]), x.new_empty(size * rows, x.shape[1]), _side_stream(x)
+    landed = {}
+    for owner in ((rank + hop) % size for hop in range(1, size)):
+        for c in range(chunks):
+            first = owner * rows + c * step
+            with _on(comm): gathered[first:first + step].copy_(shards.peers[owner][c * step:(c + 1) * step])
+            if comm is not None: landed[first] = torch.cuda.Event(); landed[first].record(comm)
+    for owner in ((rank + hop) % size for hop in range(size)):
+        for c in range(chunks):
+            first = owner * rows + c * step
+            if first in landed: torch.cuda.current_stream(x.device).wait_event(landed[first])
+            rows_here = x[c * step:(c + 1) * step] if owner == rank else gathered[first:first + step]
+            _multiply_into(out[first:first + step], rows_here, w, matmul)
+    shards.done()
+    return out

@@ -14,7 +14,8 @@ import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 
 MULTICAST_OFF = {'NCCL_NVLS_ENABLE': '0', 'TORCH_SYMM_MEM_DISABLE_MULTICAST': '1', 'NVSHMEM_DISABLE_NVLS': '1'}
-LAYERS = ('column serial', 'column ring', 'row serial', 'row ring')
+LAYERS = ('column serial', 'column ring', 'column pull', 'row serial', 'row ring')
+CHUNKED = ('column ring', 'column pull', 'row ring')
 CHECK_SHAPES = [(8, 16, 8), (24, 40, 12), (48, 8, 20)]      # (m, k, n): m rows of X, k = X's columns, n = W's
 
 
@@ -66,6 +67,9 @@ def _prepare(name, x, w, rank, size, chunks, matmul=None):
     if name.startswith('column'):
         x_rows, w_cols = x[mine(m)].contiguous(), w[:, mine(n)].contiguous()
         if name == 'column serial': return (lambda: tp.column_parallel_serial(x_rows, w_cols, matmul)), (slice(None), mine(n))
+        if name == 'column pull':
+            shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, x_rows.device)
+            return (lambda: tp.column_parallel_pull(x_rows, w_cols, shards, chunks, matmul)), (slice(None), mine(n))
         return (lambda: tp.column_parallel_ring(x_rows, w_cols, chunks, matmul)), (slice(None), mine(n))
     x_cols, w_rows = x[:, mine(k)].contiguous(), w[mine(k)].contiguous()
     if name == 'row serial': return (lambda: tp.row_parallel_serial(x_cols, w_rows, matmul)), (mine(m), slice(None))
@@ -108,7 +112,7 @@ def _check(args, rank, size, device):
     for m, k, n in args.shapes:
         x, w = _shards(m, k, n, dtype, device)
         for name in LAYERS:
-            for chunks in (args.chunks if 'ring' in name else [1]):
+            for chunks in (args.chunks if name in CHUNKED else [1]):
                 if (m // size) % chunks: continue
                 run, where = _prepare(name, x, w, rank, size, chunks)
                 out = run()
@@ -131,19 +135,27 @@ def _time(args, rank, size, device):
     alone (the all-gather, this process's multiply) and the whole product on one GPU, on each shape."""
     import torch
     import torch.distributed as dist
-    from .timing import spread
+    from . import tensor_parallel as tp
+    from .timing import cpu_us_per_call, spread
     dtype, results, notes = getattr(torch, args.dtype), [], []
     for m, k, n in args.shapes:
         x, w = _shards(m, k, n, dtype, device)
         gathered, x_rows = x.new_empty(m, k), x[rank * m // size:(rank + 1) * m // size].contiguous()
         w_cols = w[:, rank * n // size:(rank + 1) * n // size].contiguous()
+        shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, device)
+        shards.publish(x_rows)
+        def pull_alone():                              # every other GPU's rows, copied by the copy engines
+            for hop in range(1, size):
+                owner = (rank + hop) % size
+                gathered[owner * x_rows.shape[0]:(owner + 1) * x_rows.shape[0]].copy_(shards.peers[owner])
         runs = {'one GPU, whole product': lambda: x @ w,
                 'all-gather of X alone': lambda: dist.all_gather_into_tensor(gathered, x_rows),
+                'pull of X alone (copy engines)': pull_alone,
                 'multiply alone (X by this GPU\'s columns)': lambda: x @ w_cols}
         for name in LAYERS:
-            for chunks in (args.chunks if 'ring' in name else [1]):
+            for chunks in (args.chunks if name in CHUNKED else [1]):
                 if (m // size) % chunks: continue
-                runs[name + (f", {chunks} chunk(s)" if 'ring' in name else '')] = _prepare(name, x, w, rank, size, chunks)[0]
+                runs[name + (f", {chunks} chunk(s)" if name in CHUNKED else '')] = _prepare(name, x, w, rank, size, chunks)[0]
         fused = _fused_all_gather_matmul(x, w, rank, size)
         if callable(fused): runs["torch's fused_all_gather_matmul"] = fused
         elif fused not in notes: notes.append(fused)
@@ -157,8 +169,15 @@ def _time(args, rank, size, device):
                 took = torch.tensor([start.elapsed_time(end)], device=device)
                 dist.all_reduce(took, op=dist.ReduceOp.MAX)            # a layer ends with its slowest GPU
                 samples[label].append(took.item())
-        results.append({'shape': [m, k, n], 'times': {label: spread(s)._asdict() for label, s in samples.items()}})
-        del x, w, gathered, runs
+        cpu = {}
+        for label, fn in runs.items():                 # what a call costs the CPU (kernels queued, not waited for)
+            spent = torch.tensor([cpu_us_per_call(fn, calls=20, warmup=2)], device=device)
+            dist.all_reduce(spent, op=dist.ReduceOp.MAX)
+            cpu[label] = spent.item()
+        results.append({'shape': [m, k, n], 'times': {label: spread(s)._asdict() for label, s in samples.items()},
+                        'cpu_us': cpu})
+        shards.done()
+        del x, w, gathered, runs, shards
         torch.cuda.empty_cache()
     return {'processes': size, 'device': torch.cuda.get_device_name(device), 'dtype': args.dtype,
             'torch': torch.__version__, 'nccl': '.'.join(map(str, torch.cuda.nccl.version())), 'notes': notes,
@@ -198,10 +217,11 @@ def _spread_of(entry):
     return Spread(entry['median'], entry['q1'], entry['q3'], tuple(entry.get('samples', ())))
 
 
-def layer_lines(result, itemsize=2):
-    """Lines for a table of a 'time' result: per shape, each run's median and middle half, and for each layer its
+def layer_lines(result):
+    """Lines for a table of a 'time' result: per shape, each run's median and middle half (in brackets), what a call
+    costs the CPU (where measured: the Python and launches of one call, kernels queued, not waited for), and for each layer its
     share of linear scaling (the one-GPU time over P times the layer's) and its verdict against the serial layer
-    of the same kind (course.timing.verdict)."""
+    of the same kind (course.timing.verdict). The lines fit in 140 characters."""
     from .timing import verdict
     p, lines = result['processes'], []
     for entry in result['results']:
@@ -210,24 +230,28 @@ def layer_lines(result, itemsize=2):
         one = times['one GPU, whole product'].median
         lines.append(f"{m} x {k} @ {k} x {n} on {p} GPUs ({result['dtype']}):")
         for label, t in times.items():
-            line = f"  {label:42s} {t.median:8.3f} ms (middle half {t.q1:.3f}-{t.q3:.3f})"
+            line = f"  {label:40s} {t.median:6.3f} ms ({t.q1:.3f}-{t.q3:.3f})"
+            if 'cpu_us' in entry: line += f", CPU {entry['cpu_us'][label] / 1e3:.3f} ms"
             if label.startswith(('column', 'row', "torch's")):
                 serial = times['row serial' if label.startswith('row') else 'column serial']
-                line += f"  {one / (p * t.median):4.2f} of linear scaling"
-                if not label.endswith('serial'): line += f", {verdict(t, serial)} against the serial layer"
+                line += f"  {one / (p * t.median):4.2f} of linear"
+                if not label.endswith('serial'): line += f", {verdict(t, serial)} vs serial"
             lines.append(line)
     return lines
 
 
-def measured_machine(result, shape, latency_us=10.0, launch_us=5.0):
-    """An overlap_model.Machine from a 'time' result's parts on `shape`: the bus bandwidth of its all-gather alone
-    (each GPU receives (P - 1) / P of X) and the rate of its multiply alone; the fixed costs as given."""
+def measured_machine(result, shape, link='all-gather', latency_us=10.0, launch_us=5.0):
+    """An overlap_model.Machine from a 'time' result's parts on `shape`: the bandwidth of its transfer alone (`link`:
+    'all-gather', NCCL's kernels, or 'pull', the copy engines; each GPU receives (P - 1) / P of X) and the rate of its
+    multiply alone; the fixed costs as given. A pull takes no multiprocessors (comm_share 0); NCCL's share is left
+    at 0 too, so that where the measured layer is slower than this model, the difference is what sharing costs."""
     from .overlap_model import Machine
     p = result['processes']
     entry = next(e for e in result['results'] if e['shape'] == list(shape))
     m, k, n = shape
-    gather_us = entry['times']['all-gather of X alone']['median'] * 1e3
+    label = {'all-gather': 'all-gather of X alone', 'pull': 'pull of X alone (copy engines)'}[link]
+    transfer_us = entry['times'][label]['median'] * 1e3
     multiply_us = entry['times']["multiply alone (X by this GPU's columns)"]['median'] * 1e3
-    return Machine(bandwidth=(p - 1) * (m // p) * k * 2 / max(gather_us - latency_us, 1e-9),
+    return Machine(bandwidth=(p - 1) * (m // p) * k * 2 / max(transfer_us - latency_us, 1e-9),
                    rate=2 * m * k * (n // p) / max(multiply_us - launch_us, 1e-9), latency_us=latency_us,
                    launch_us=launch_us)

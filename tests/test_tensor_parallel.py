@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from course import overlap_model as om
-from course.tp_run import LAYERS, error_ratio, launch
+from course.tp_run import CHUNKED, LAYERS, error_ratio, launch
 
 
 def shapes_ok(result):
@@ -21,7 +21,7 @@ def test_every_layer_matches_the_one_process_product(processes):
     assert result['processes'] == processes
     assert shapes_ok(result) == []
     assert {r['layer'] for r in result['results']} == set(LAYERS)
-    assert {r['chunks'] for r in result['results'] if 'ring' in r['layer']} == {1, 2, 3}
+    assert {r['chunks'] for r in result['results'] if r['layer'] in CHUNKED} == {1, 2, 3}
 
 
 def test_launch_says_why_the_processes_failed():
@@ -154,3 +154,30 @@ def test_the_drawing_has_a_panel_per_layer():
                           'ring': om.column_parallel(96, 8, 96, 2, MACHINE, chunks=2)})
     assert len(fig.axes) == 2
     assert fig.axes[0].get_title(loc='left').startswith('serial')
+
+
+def _fake_timing(p=2, shape=(8192, 8192, 8192)):
+    def sp(ms): return {'median': ms, 'q1': ms * 0.99, 'q3': ms * 1.01, 'samples': []}
+    times = {'one GPU, whole product': sp(1.5), 'all-gather of X alone': sp(0.35), 'pull of X alone (copy engines)': sp(0.22),
+             "multiply alone (X by this GPU's columns)": sp(0.75), 'column serial': sp(1.05),
+             'column ring, 1 chunk(s)': sp(1.2), 'column pull, 1 chunk(s)': sp(0.9)}
+    return {'processes': p, 'dtype': 'bfloat16', 'results': [{'shape': list(shape), 'times': times,
+                                                              'cpu_us': {k: 100.0 for k in times}}]}
+
+
+def test_the_timing_table_gives_shares_and_verdicts_in_short_lines():
+    from course.tp_run import layer_lines
+    lines = layer_lines(_fake_timing())
+    assert all(len(l) <= 140 for l in lines)
+    pull = next(l for l in lines if 'column pull' in l)
+    assert f"{1.5 / (2 * 0.9):4.2f} of linear" in pull and 'faster vs serial' in pull and 'CPU 0.100 ms' in pull
+    assert 'slower vs serial' in next(l for l in lines if 'column ring' in l)
+
+
+def test_the_measured_machine_reproduces_the_parts_alone():
+    from course.tp_run import measured_machine
+    timed, (m, k, n) = _fake_timing(), (8192, 8192, 8192)
+    for link, ms in (('all-gather', 0.35), ('pull', 0.22)):
+        machine = measured_machine(timed, (m, k, n), link)
+        assert machine.latency_us + (m // 2) * k * 2 / machine.bandwidth == pytest.approx(ms * 1e3)
+        assert machine.launch_us + 2 * m * k * (n // 2) / machine.rate == pytest.approx(0.75e3)
