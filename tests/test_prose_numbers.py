@@ -24,9 +24,10 @@ def test_prose_holds_few_numbers_and_no_new_measured_ones(path):
 
 def test_the_reading_tells_measurements_from_shapes_and_constants(tmp_path):
     cells = ["Step 8 runs at 0.53x cuBLAS (1.474 against 1.572 ms) and 730 TFLOP/s.",
-             "A 128 x 256 tile, 64 x N x 16, the H100's 989 TFLOP/s peak, the 1.10x target, `3.2 ms` in code."]
+             "A 128 x 256 tile, 64 x N x 16, the H100's 989 TFLOP/s peak, the 1.10x target, `3.2 ms` in code.",
+             "Notebook 10 uses it, notebook 09 measures 12 us."]
     nb = {'cells': [{'cell_type': 'markdown', 'source': c} for c in cells] + [{'cell_type': 'code', 'source': '1.5 ms'}]}
     (tmp_path / 'n.ipynb').write_text(json.dumps(nb))
     words, numbers, measured = prose.prose_numbers(tmp_path / 'n.ipynb')
-    assert [q for _, q in measured] == ['0.53x', '1.572 ms', '730 TFLOP/s']
-    assert numbers == 5 + 6                 # not the code span's, nor the 100 of H100
+    assert [q for _, q in measured] == ['0.53x', '1.572 ms', '730 TFLOP/s', '12 us']    # '10 uses' is no time
+    assert numbers == 5 + 6 + 3             # not the code span's, nor the 100 of H100
