@@ -23,8 +23,11 @@ def held_rows(size):
     return held
 
 
-def learner_answers(fn, name, what):
-    "{(rank, hop, size): int} from the learner's function, each an int in 0 .. size - 1, the same when asked again."
+def learner_answers(ns, report, name, what, returns):
+    """{(rank, hop, size): int} from the learner's function `name` in `ns`: each answer an int in 0 .. size - 1 (`what`
+    names it in a sentence), the same when asked again; reported as `returns` (what such an answer is)."""
+    fn = need_function(ns, name, '(rank, hop, size)')
+
     def ask(key):
         call = f"{name}(rank={key[0]}, hop={key[1]}, size={key[2]})"
         with running(call): value = fn(*key)
@@ -32,7 +35,10 @@ def learner_answers(fn, name, what):
         if not 0 <= value < key[2]:
             raise NotYet(f"{call} returned {value}: GPUs are numbered 0 to {key[2] - 1} in a ring of {key[2]}")
         return value
-    return asked_twice(ring_questions(), ask, name)
+    answers = asked_twice(ring_questions(), ask, name)
+    report.ok(f"{name} returns {returns}, 0 to size - 1, for every GPU and hop of rings of {RING_SIZES[0]} to "
+              f"{RING_SIZES[-1]} GPUs, the same when asked again in another order")
+    return answers
 
 
 def _trail(owner, rank, hop, size):
@@ -47,11 +53,7 @@ def _trail(owner, rank, hop, size):
                  "Follow that back h hops: the rows started on GPU rank - h. With the ring's wrap-around: "
                  "(rank - hop) % size."))
 def whose_rows(ns, report):
-    name = 'ring_owner'
-    fn = need_function(ns, name, '(rank, hop, size)')
-    answers = learner_answers(fn, name, 'the owner')
-    report.ok(f"{name} returns a GPU of the ring, 0 to size - 1, for every GPU and hop of rings of "
-              f"{RING_SIZES[0]} to {RING_SIZES[-1]} GPUs, the same when asked again in another order")
+    answers = learner_answers(ns, report, 'ring_owner', 'the owner', 'a GPU of the ring')
     for size in RING_SIZES:
         truth = held_rows(size)
         for hop in range(size):
@@ -107,14 +109,10 @@ def row_ring_play(block, size):
                  "GPU r at hop h works on the rows it will pass on, rows r + (size - 1 - h) mod size, which is "
                  "(rank - hop - 1) % size."))
 def which_rows(ns, report):
-    name = 'row_block'
-    fn = need_function(ns, name, '(rank, hop, size)')
-    answers = learner_answers(fn, name, 'the block of rows')
-    report.ok(f"{name} returns a block of rows, 0 to size - 1, for every GPU and hop of rings of {RING_SIZES[0]} to "
-              f"{RING_SIZES[-1]} GPUs, the same when asked again in another order")
+    answers = learner_answers(ns, report, 'row_block', 'the block of rows', 'a block of rows')
     for size in RING_SIZES:
         problem = row_ring_play(lambda rank, hop: answers[rank, hop, size], size)
         if problem:
-            raise NotYet(f"in a ring of {size} GPUs, played out with your {name}: {problem}")
+            raise NotYet(f"in a ring of {size} GPUs, played out with your row_block: {problem}")
     report.ok("played out on every ring, each GPU adds the sums it receives to its own of the same rows, and ends with "
               "all partials of its own rows: the reduce-scatter is whole")
