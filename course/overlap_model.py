@@ -49,8 +49,10 @@ class Work(NamedTuple):
     end: float
 
 
-def _rate(machine, m, k, n):
-    return machine.rate(m, k, n) if callable(machine.rate) else machine.rate
+def _multiply_us(machine, m, k, n):
+    "One multiply of m x k by k x n on an idle GPU: its launch, then its flops at the machine's rate for that shape."
+    rate = machine.rate(m, k, n) if callable(machine.rate) else machine.rate
+    return machine.launch_us + 2 * m * k * n / rate
 
 
 def _check(m, k, n, gpus, chunks):
@@ -89,7 +91,7 @@ class _Streams:
         return self._add('compute', label, start, t)
 
     def multiply(self, label, m, k, n, after=0.0):
-        return self.compute(label, self.machine.launch_us + 2 * m * k * n / _rate(self.machine, m, k, n), after)
+        return self.compute(label, _multiply_us(self.machine, m, k, n), after)
 
     def _add(self, stream, label, start, end):
         self.free[stream] = end
@@ -149,7 +151,7 @@ def layer_us(work):
 
 def one_gpu_us(m, k, n, machine):
     "The same product on one GPU: one multiply, no transfer."
-    return machine.launch_us + 2 * m * k * n / _rate(machine, m, k, n)
+    return _multiply_us(machine, m, k, n)
 
 
 def scaling_share(work, m, k, n, gpus, machine):

@@ -282,6 +282,9 @@ def specialize(source, params, title=None, prune=False, keep_template=False):
     return text.strip('\n') + '\n'
 
 
+SKIPPED = '  ...'      # how step_changes marks the unchanged lines between two runs of changes
+
+
 def code_lines(listing):
     "`listing` without the lines that hold only a // comment (a comment after code on its line stays)."
     return '\n'.join(l for l in listing.split('\n') if not l.lstrip().startswith('//'))
@@ -293,10 +296,8 @@ def step_changes(before, after, names=('before', 'after'), code_only=False):
     is mostly rewritten comments shows its code."""
     if code_only: before, after = code_lines(before), code_lines(after)
     diff = difflib.unified_diff(before.splitlines(), after.splitlines(), *names, n=1, lineterm='')
-    return '\n'.join(l if not l.startswith('@@') else '  ...' for l in diff)
+    return '\n'.join(l if not l.startswith('@@') else SKIPPED for l in diff)
 
-
-SKIPPED = '  ...'      # how step_changes marks the unchanged lines between two runs of changes
 
 
 def patched(before, changes):

@@ -56,24 +56,36 @@ def _shards(m, k, n, dtype, device, seed=0):
             torch.randn(k, n, generator=g).to(device=device, dtype=dtype))
 
 
-def _prepare(name, x, w, rank, size, chunks, matmul=None):
+def _mine(total, rank, size):
+    "The slice of `total` rows (or columns) that process `rank` of `size` holds."
+    return slice(rank * total // size, (rank + 1) * total // size)
+
+
+def _layer_runs(rows, size, chunk_counts):
+    """(layer, chunks) for every layer of LAYERS: the chunked ones once per count of `chunk_counts` that splits a
+    process's rows (rows / size) into whole chunks, the others once."""
+    for name in LAYERS:
+        for chunks in (chunk_counts if name in CHUNKED else [1]):
+            if (rows // size) % chunks == 0: yield name, chunks
+
+
+def _prepare(name, x, w, rank, size, chunks):
     """Layer `name` of this process, made ready to run on the whole X and W: (run, (rows, cols)), where run() returns
     this process's output and X W[rows, cols] is what it must equal. The shards are cut here, not in run()."""
-    import torch
     from . import tensor_parallel as tp
-    matmul = matmul or torch.matmul
     m, k, n = x.shape[0], x.shape[1], w.shape[1]
-    mine = lambda total: slice(rank * total // size, (rank + 1) * total // size)
     if name.startswith('column'):
-        x_rows, w_cols = x[mine(m)].contiguous(), w[:, mine(n)].contiguous()
-        if name == 'column serial': return (lambda: tp.column_parallel_serial(x_rows, w_cols, matmul)), (slice(None), mine(n))
+        x_rows, w_cols, where = x[_mine(m, rank, size)].contiguous(), w[:, _mine(n, rank, size)].contiguous(), \
+            (slice(None), _mine(n, rank, size))
+        if name == 'column serial': return (lambda: tp.column_parallel_serial(x_rows, w_cols)), where
         if name == 'column pull':
             shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, x_rows.device)
-            return (lambda: tp.column_parallel_pull(x_rows, w_cols, shards, chunks, matmul)), (slice(None), mine(n))
-        return (lambda: tp.column_parallel_ring(x_rows, w_cols, chunks, matmul)), (slice(None), mine(n))
-    x_cols, w_rows = x[:, mine(k)].contiguous(), w[mine(k)].contiguous()
-    if name == 'row serial': return (lambda: tp.row_parallel_serial(x_cols, w_rows, matmul)), (mine(m), slice(None))
-    return (lambda: tp.row_parallel_ring(x_cols, w_rows, chunks, matmul)), (mine(m), slice(None))
+            return (lambda: tp.column_parallel_pull(x_rows, w_cols, shards, chunks)), where
+        return (lambda: tp.column_parallel_ring(x_rows, w_cols, chunks)), where
+    x_cols, w_rows, where = x[:, _mine(k, rank, size)].contiguous(), w[_mine(k, rank, size)].contiguous(), \
+        (_mine(m, rank, size), slice(None))
+    if name == 'row serial': return (lambda: tp.row_parallel_serial(x_cols, w_rows)), where
+    return (lambda: tp.row_parallel_ring(x_cols, w_rows, chunks)), where
 
 
 def _fused_all_gather_matmul(x, w, rank, size):
@@ -85,9 +97,8 @@ def _fused_all_gather_matmul(x, w, rank, size):
         from torch.distributed._symmetric_memory import enable_symm_mem_for_group
         group = dist.group.WORLD.group_name
         enable_symm_mem_for_group(group)
-        m, n = x.shape[0], w.shape[1]
-        x_rows = x[rank * m // size:(rank + 1) * m // size].contiguous()
-        w_cols = w[:, rank * n // size:(rank + 1) * n // size].contiguous()
+        x_rows = x[_mine(x.shape[0], rank, size)].contiguous()
+        w_cols = w[:, _mine(w.shape[1], rank, size)].contiguous()
         run = lambda: torch.ops.symm_mem.fused_all_gather_matmul(x_rows, [w_cols], gather_dim=0, group_name=group)[1][0]
         run()
         return run
@@ -111,28 +122,21 @@ def _check(args, rank, size, device):
     dtype, results = getattr(torch, args.dtype), []
     for m, k, n in args.shapes:
         x, w = _shards(m, k, n, dtype, device)
-        for name in LAYERS:
-            for chunks in (args.chunks if name in CHUNKED else [1]):
-                if (m // size) % chunks: continue
-                run, where = _prepare(name, x, w, rank, size, chunks)
-                out = run()
-                sums = size if name.startswith('row') else 1
-                rows, cols = where
-                ratio = error_ratio(out, x[rows], w[:, cols], sums, dtype)
-                worst = torch.tensor([ratio], device=device)
-                torch.distributed.all_reduce(worst, op=torch.distributed.ReduceOp.MAX)
-                results.append({'shape': [m, k, n], 'layer': name, 'chunks': chunks, 'worst': worst.item(),
-                                'ok': bool(worst.item() <= 1 and tuple(out.shape) == _expected_shape(name, m, n, size))})
+        for name, chunks in _layer_runs(m, size, args.chunks):
+            run, (rows, cols) = _prepare(name, x, w, rank, size, chunks)
+            out, x_part, w_part = run(), x[rows], w[:, cols]
+            sums = size if name.startswith('row') else 1
+            worst = torch.tensor([error_ratio(out, x_part, w_part, sums, dtype)], device=device)
+            torch.distributed.all_reduce(worst, op=torch.distributed.ReduceOp.MAX)
+            right_shape = tuple(out.shape) == (x_part.shape[0], w_part.shape[1])
+            results.append({'shape': [m, k, n], 'layer': name, 'chunks': chunks, 'worst': worst.item(),
+                            'ok': bool(worst.item() <= 1 and right_shape)})
     return {'processes': size, 'device': str(device), 'dtype': args.dtype, 'results': results}
-
-
-def _expected_shape(name, m, n, size):
-    return (m, n // size) if name.startswith('column') else (m // size, n)
 
 
 def _time(args, rank, size, device):
     """Each layer's time (the slowest process's, each round) over `args.rounds` interleaved rounds, beside its parts
-    alone (the all-gather, this process's multiply) and the whole product on one GPU, on each shape."""
+    alone (the all-gather, the pull, this process's multiply) and the whole product on one GPU, on each shape."""
     import torch
     import torch.distributed as dist
     from . import tensor_parallel as tp
@@ -140,8 +144,8 @@ def _time(args, rank, size, device):
     dtype, results, notes = getattr(torch, args.dtype), [], []
     for m, k, n in args.shapes:
         x, w = _shards(m, k, n, dtype, device)
-        gathered, x_rows = x.new_empty(m, k), x[rank * m // size:(rank + 1) * m // size].contiguous()
-        w_cols = w[:, rank * n // size:(rank + 1) * n // size].contiguous()
+        gathered, x_rows = x.new_empty(m, k), x[_mine(m, rank, size)].contiguous()
+        w_cols = w[:, _mine(n, rank, size)].contiguous()
         shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, device)
         shards.publish(x_rows)
         def pull_alone():                              # every other GPU's rows, copied by the copy engines
@@ -152,10 +156,8 @@ def _time(args, rank, size, device):
                 'all-gather of X alone': lambda: dist.all_gather_into_tensor(gathered, x_rows),
                 'pull of X alone (copy engines)': pull_alone,
                 'multiply alone (X by this GPU\'s columns)': lambda: x @ w_cols}
-        for name in LAYERS:
-            for chunks in (args.chunks if name in CHUNKED else [1]):
-                if (m // size) % chunks: continue
-                runs[name + (f", {chunks} chunk(s)" if name in CHUNKED else '')] = _prepare(name, x, w, rank, size, chunks)[0]
+        for name, chunks in _layer_runs(m, size, args.chunks):
+            runs[name + (f", {chunks} chunk(s)" if name in CHUNKED else '')] = _prepare(name, x, w, rank, size, chunks)[0]
         fused = _fused_all_gather_matmul(x, w, rank, size)
         if callable(fused): runs["torch's fused_all_gather_matmul"] = fused
         elif fused not in notes: notes.append(fused)
@@ -208,9 +210,6 @@ def main(argv=None):
         dist.destroy_process_group()
 
 
-if __name__ == '__main__':
-    main()
-
 
 def _spread_of(entry):
     from .timing import Spread
@@ -255,3 +254,7 @@ def measured_machine(result, shape, link='all-gather', latency_us=10.0, launch_u
     return Machine(bandwidth=(p - 1) * (m // p) * k * 2 / max(transfer_us - latency_us, 1e-9),
                    rate=2 * m * k * (n // p) / max(multiply_us - launch_us, 1e-9), latency_us=latency_us,
                    launch_us=launch_us)
+
+
+if __name__ == '__main__':
+    main()
