@@ -90,34 +90,49 @@ def show_pieces(*names, **switches):
 
 
 STEPS = ('tma', 'pipelined', 'in_flight', 'specialized', 'persistent', 'cluster', 'store', 'overlap', 'streamk')
+LATER_STEPS = ('consumers_in_flight',)              # step 8 with a wgmma group in flight in its consumers
+SPECIALIZED_STEPS = STEPS[3:] + LATER_STEPS         # the steps of specialized.cu's template
 
 
 def step_variant(step, source, BN=None, STAGES=None, GROUP=8, STORE_BUFFERS=None, HANDOVER=None, IN_FLIGHT=None):
-    """The TemplateVariant of one step (a key of notebook 13's HOPPER_STEPS), `source` the device code before its
-    kernel: 128 x BN tiles (BN 128 for steps 1-2b, 256 after), 64 of K per stage, STAGES stages (1 for step 1, 4
-    after), GROUP tile-rows per group of the tile order; steps 6 to 8 stage their results through STORE_BUFFERS boxes
-    of 64 x 64 per consumer (1: 16 KiB in all); step 8 shares the last round along K where course.stream_k's rule
-    says so, with a hand-over of HANDOVER stages (its HANDOVER_STAGES unless said). IN_FLIGHT (steps 1 to 2b): wgmma
-    groups left running while the next is issued (1 for step 2b, else 0)."""
+    """The TemplateVariant of one step (a key of notebook 13's HOPPER_STEPS, or 'consumers_in_flight': step 8 with
+    IN_FLIGHT), `source` the device code before its kernel: 128 x BN tiles (BN 128 for steps 1-2b, 256 after), 64 of
+    K per stage, STAGES stages (1 for step 1, 4 after), GROUP tile-rows per group of the tile order; steps 6 on stage
+    their results through STORE_BUFFERS boxes of 64 x 64 per consumer (1: 16 KiB in all); step 8 on shares the last
+    round along K where course.stream_k's rule says so, with a hand-over of HANDOVER stages (its HANDOVER_STAGES unless
+    said). IN_FLIGHT: wgmma groups left running while the next is issued (1 for steps 2b and 'consumers_in_flight',
+    else 0; at most 1 from step 3 on)."""
     if step in ('tma', 'pipelined', 'in_flight'):
         BN, STAGES = BN or 128, STAGES or (1 if step == 'tma' else 4)
-        name, body, threads, barriers = 'tma_wgmma', TMA_WGMMA_KERNEL, 128, STAGES
         in_flight = int(step == 'in_flight') if IN_FLIGHT is None else IN_FLIGHT
-        params = dict(BM=128, BN=BN, STAGES=STAGES, GROUP=GROUP, IN_FLIGHT=in_flight, CLUSTER=1, PERSISTENT=False,
-                      STREAM_K=False, SK_HANDOVER=0)
-    elif step in ('specialized', 'persistent', 'cluster', 'store', 'overlap', 'streamk'):
-        BN, STAGES = BN or 256, STAGES or 4
-        name, body, threads, barriers = 'specialized', SPECIALIZED_KERNEL, 3 * 128, 2 * STAGES
-        params = dict(BM=128, BN=BN, STAGES=STAGES, CONSUMERS=2, GROUP=GROUP, PERSISTENT=step != 'specialized',
-                      CLUSTER=2 if step in ('cluster', 'store', 'overlap', 'streamk') else 1,
-                      STORE_BUFFERS=(STORE_BUFFERS or 1) if step in ('store', 'overlap', 'streamk') else 0,
-                      OVERLAP=step in ('overlap', 'streamk'), STREAM_K=step == 'streamk',
-                      SK_HANDOVER=(stream_k.HANDOVER_STAGES if HANDOVER is None else HANDOVER) if step == 'streamk' else 0)
-    else:
-        raise ValueError(f"step must be one of {list(STEPS)}, got {step!r}")
-    results = params.get('CONSUMERS', 0) * params.get('STORE_BUFFERS', 0) * 64 * 128   # steps 6-8: boxes of results, bf16
-    shared = 1024 + STAGES * (128 + BN) * 64 * 2 + results + 8 * barriers + 16   # 1024: room to align the tiles on 1024
-                                                                            # bytes; 16: step 8's ints per consumer
+        return _variant(source, 'tma_wgmma', 128, STAGES, dict(BM=128, BN=BN, STAGES=STAGES, GROUP=GROUP, IN_FLIGHT=in_flight,
+                        CLUSTER=1, PERSISTENT=False, STREAM_K=False, SK_HANDOVER=0))
+    if step not in SPECIALIZED_STEPS: raise ValueError(f"step must be one of {list(STEPS + LATER_STEPS)}, got {step!r}")
+    later = lambda first: SPECIALIZED_STEPS.index(step) >= SPECIALIZED_STEPS.index(first)   # this step has that one's change
+    return specialized_variant(source, BN=BN or 256, STAGES=STAGES or 4, GROUP=GROUP, PERSISTENT=later('persistent'),
+                               CLUSTER=2 if later('cluster') else 1, STORE_BUFFERS=(STORE_BUFFERS or 1) if later('store') else 0,
+                               OVERLAP=later('overlap'), STREAM_K=later('streamk'), HANDOVER=HANDOVER,
+                               IN_FLIGHT=bool(step == 'consumers_in_flight' if IN_FLIGHT is None else IN_FLIGHT))
+
+
+def specialized_variant(source, BN=256, STAGES=4, CONSUMERS=2, GROUP=8, PERSISTENT=True, CLUSTER=2, STORE_BUFFERS=1,
+                        OVERLAP=True, STREAM_K=True, HANDOVER=None, IN_FLIGHT=False):
+    """A TemplateVariant of specialized.cu's template with any choice of its switches (steps 3 to 9 are some of them;
+    course.hopper_tuning picks among others): tiles of 64 x CONSUMERS rows and BN columns, the rest as step_variant says."""
+    params = dict(BM=64 * CONSUMERS, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, GROUP=GROUP, PERSISTENT=PERSISTENT,
+                  CLUSTER=CLUSTER, STORE_BUFFERS=STORE_BUFFERS, OVERLAP=OVERLAP, STREAM_K=STREAM_K,
+                  IN_FLIGHT=IN_FLIGHT,
+                  SK_HANDOVER=(stream_k.HANDOVER_STAGES if HANDOVER is None else HANDOVER) if STREAM_K else 0)
+    return _variant(source, 'specialized', 128 * (CONSUMERS + 1), STAGES, params)
+
+
+def _variant(source, name, threads, stages, params):
+    "The TemplateVariant of kernel `name` with `params`, and the shared memory they need."
+    results = params.get('CONSUMERS', 0) * params.get('STORE_BUFFERS', 0) * 64 * 128   # steps 6 on: boxes of results, bf16
+    barriers = stages * (2 if name == 'specialized' else 1)
+    shared = 1024 + stages * (params['BM'] + params['BN']) * 64 * 2 + results + 8 * barriers + 16   # 1024: room to align
+                                                     # the tiles on 1024 bytes; 16: step 8's ints per consumer
+    body = TMA_WGMMA_KERNEL if name == 'tma_wgmma' else SPECIALIZED_KERNEL
     return TemplateVariant(source + body, name, threads, shared, dtype='bfloat16', out_dtype='bfloat16',
                            launcher=HOPPER_LAUNCHER, arch='sm_90a', **params)
 
@@ -139,6 +154,8 @@ class StepMatmul:
     def __init__(self, step, kernel, fallback):
         self.step, self.kernel, self.fallback = step, kernel, fallback
         self.workspace_sizes = {}          # GPU -> (bytes of workspace, bytes of them zeroed when made), asked once
+        self.params, self.source = kernel.params, kernel.source      # what a tuning result names (course.tuning_cache)
+        self.missing = {}                  # GPU -> None where it can run the kernel, else why not (unavailable)
 
     def __call__(self, m, n):
         return dispatch_bf16(m, n, self.on_tma, self.fallback, self.unavailable)
@@ -157,15 +174,22 @@ class StepMatmul:
             work[:zeroed].zero_()
             return work
         work = kept_workspace(STREAM_K_WORKSPACES, (device, stream, module.path), size, make) if size else None
-        module.matmul(m, n, out, h, w, k, work, size, stream)
+        # the library's function without its per-argument checks: dispatch_bf16 has checked the tensors, and on a
+        # product of a few hundredths of a millisecond the checks' microseconds would be a good part of a call
+        error = module.unchecked('matmul')(m.data_ptr(), n.data_ptr(), out.data_ptr(), h, w, k,
+                                           work.data_ptr() if size else None, size, stream)
+        if error: module.raise_if_error('matmul', error)
         return out
 
     def unavailable(self):
-        "None on a Hopper GPU; elsewhere the sentence that says why this step cannot run."
-        if hopper_available(): return None
+        "None on a Hopper GPU; elsewhere the sentence that says why this step cannot run (asked once per GPU)."
         import torch
-        return (f"step {self.step!r} uses wgmma, which needs a Hopper GPU (compute capability 9.0); "
+        device = torch.cuda.current_device() if torch.cuda.is_available() else -1
+        if device not in self.missing:
+            self.missing[device] = None if hopper_available() else (
+                f"step {self.step!r} uses wgmma, which needs a Hopper GPU (compute capability 9.0); "
                 f"this one is {torch.cuda.get_device_name()}")
+        return self.missing[device]
 
     def launch_plan(self, h, k, w):
         """What the launcher decides for h x k @ k x w on this GPU: (clusters launched, units done whole, clusters

@@ -184,14 +184,15 @@ class Tuning(NamedTuple):
 
 
 def model_tuner(calibration, sms, top=8, finalists=3, time_ms=None, final_time_ms=None, budget_s=TIMING_BUDGET_S,
-                tbps=H100_HBM_TBPS):
+                tbps=H100_HBM_TBPS, rank=None):
     """A `tune(variants, h, k, w, progress, dtype)` function (as `course.tuning_cache.tuned` calls it) that times only
     the candidates of the model's `shortlist` of its `top` best, or of as many as `affordable` within `budget_s` where
     that is more, then times the `finalists` fastest of them again, longer (their times are often within the noise
     of a short timing), and returns the trials, the finalists first, fastest first. `tbps`: the memory bandwidth the
-    model assumes (the H100's datasheet figure unless said). After each tuning, `tune.last` is its `Tuning`."""
+    model assumes (the H100's datasheet figure unless said). `rank(candidates, h, k, w)`, where given, is the model
+    instead of this module's `ranked` (course.hopper_tuning's). After each tuning, `tune.last` is its `Tuning`."""
     def tune(candidates, h, k, w, progress=True, dtype='float32'):
-        order = ranked(candidates, calibration, h, k, w, sms, tbps=tbps)
+        order = rank(candidates, h, k, w) if rank else ranked(candidates, calibration, h, k, w, sms, tbps=tbps)
         if not order: raise ValueError(f"the model cannot price any candidate for {h}x{k}x{w}: calibrate first")
         timer = time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype))
         final_timer = final_time_ms or (lambda fn, h, k, w: short_time_ms(fn, h, k, w, dtype, reps=15))

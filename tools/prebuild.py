@@ -24,10 +24,18 @@ def course_variants():
     nb10, nb11, nb12, nb13 = (import_notebook(n) for n in ('10', '11', '12', '13'))
     variants = [*nb10.SEARCH_SPACE, *nb11.EVERY_SHAPE_SPACE, *(k for k in nb10.ladder().values() if hasattr(k, 'build')),
                 *nb12.search_space('bf16'), *nb12.search_space('tf32'), nb13.MMA_SYNC_FALLBACK,
-                *(h.kernel for h in nb13.hopper_ladder().values())]
+                *(h.kernel for h in nb13.hopper_ladder().values()), *hopper_every_shape_variants(nb13)]
     unique = {}
     for v in variants: unique.setdefault(v.source, v)          # the same source is one compile
     return list(unique.values())
+
+
+def hopper_every_shape_variants(nb13):
+    "The Hopper kernel's tuning candidates (course.hopper_tuning) and steps 3 to 9 with a wgmma group in flight."
+    from course.hopper_ladder import SPECIALIZED_STEPS, specialized_variant
+    from course.hopper_tuning import CANDIDATES
+    return [*(specialized_variant(nb13.HOPPER_SOURCE, **params) for params in CANDIDATES),
+            *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS)]
 
 
 def main(argv=None):

@@ -58,10 +58,17 @@ static cudaError_t plan_launch(Launch& launch, int M, int N, int K, cudaStream_t
     config.numAttrs = 1;
     if (PERSISTENT) {
         // As many clusters as can run at once: not always multiprocessors / CLUSTER, since a cluster's blocks must
-        // share one GPC (graphics processing cluster), and the GPCs do not all hold an even number of them.
-        int resident = 0;
-        const cudaError_t asked = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
-        if (asked != cudaSuccess) return asked;
+        // share one GPC (graphics processing cluster), and the GPCs do not all hold an even number of them. The
+        // runtime's answer costs microseconds, as much as a small product's launch: it is asked once per GPU.
+        static int resident_on[64] = {};                    // per GPU (past the 64th, asked every time)
+        int device = 0, asked_now = 0;
+        const cudaError_t current = cudaGetDevice(&device);
+        if (current != cudaSuccess) return current;
+        int& resident = device < 64 ? resident_on[device] : asked_now;
+        if (resident == 0) {
+            const cudaError_t asked = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
+            if (asked != cudaSuccess) { resident = 0; return asked; }
+        }
         if (resident < 1) return cudaErrorInvalidConfiguration;
         launch.sk = stream_k_plan(units, resident, cdiv(K, BK));
         // With stream-K, as many clusters as run at once: each shares the last round (none waits for another).

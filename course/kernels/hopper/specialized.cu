@@ -19,7 +19,10 @@
 // BN / 64 stages stores one box while its wgmmas run.
 // STREAM_K (step 8): the last round's units are shared along K as `sk` says (STREAM_K_PIECES), and no block waits
 // for another.
-template <int BN, int STAGES, int CONSUMERS, int GROUP, bool PERSISTENT, int CLUSTER, int STORE_BUFFERS, bool OVERLAP, bool STREAM_K>
+// IN_FLIGHT (step 9): a consumer waits for a stage's wgmmas only once the next stage's are issued, and then releases
+// the stage before: the tensor cores always have a group queued (step 2b's change, in the consumers).
+template <int BN, int STAGES, int CONSUMERS, int GROUP, bool PERSISTENT, int CLUSTER, int STORE_BUFFERS, bool OVERLAP, bool STREAM_K,
+          bool IN_FLIGHT>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __grid_constant__ CUtensorMap a_map,
         const __grid_constant__ CUtensorMap b_map, const __grid_constant__ CUtensorMap c_map, __nv_bfloat16* C,
         int M, int N, int K, const StreamK sk) {
@@ -77,14 +80,33 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
             multiply_stage<BN>(d, a + row0 * ROW, a + A_BYTES, first);
             wgmma_commit();
         };
-        // ... then wait for them, and release the stage.
-        auto end_stage = [&]() {
-            const int s = use++ % STAGES;
-            wgmma_wait<0>();
-            touch(d);
-            if (threadIdx.x % 32 == 0)                           // this warp is done with stage s, in every block
-                for (int r = 0; r < CLUSTER; ++r)                // whose producer wrote into it
+        // Stage s may take its next copies: this warp is done with it, in every block whose producer wrote into it.
+        auto release = [&](int s) {
+            if (threadIdx.x % 32 == 0)
+                for (int r = 0; r < CLUSTER; ++r)
                     if constexpr (CLUSTER > 1) barrier_arrive_cluster(&empty[s], r); else barrier_arrive(&empty[s]);
+        };
+        // ... then wait for them, and release the stage (IN_FLIGHT: wait for the stage before, and release that one,
+        // unless `first`: then there is none before in this tile).
+        auto end_stage = [&](bool first) {
+            if constexpr (IN_FLIGHT) {
+                wgmma_wait<1>();
+                touch(d);
+                if (!first) release((use - 1) % STAGES);
+                ++use;
+            } else {
+                wgmma_wait<0>();
+                touch(d);
+                release(use++ % STAGES);
+            }
+        };
+        // IN_FLIGHT: after a piece's last stage, wait for its wgmmas too, and release its stage.
+        auto end_piece = [&]() {
+            if constexpr (IN_FLIGHT) {
+                wgmma_wait<0>();
+                touch(d);
+                release((use - 1) % STAGES);
+            }
         };
         // Box b of the pairs into C by TMA, through buffer b % STORE_BUFFERS of this consumer.
         auto store_box = [&](int b) {
@@ -121,11 +143,12 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
                 for (int b = 0; b < BN / BOX; ++b, ++kt) {      // (start, store and end in one branch: split over
                                                                  // separate ifs, ptxas cannot see that each wgmma is
                                                                  // waited for, and serializes them: warning C7514)
-                    if (kt < k_end) { start_stage(kt == k_begin); if (pairs_m0 >= 0) store_box(b); end_stage(); }
+                    if (kt < k_end) { start_stage(kt == k_begin); if (pairs_m0 >= 0) store_box(b); end_stage(kt == k_begin); }
                     else if (pairs_m0 >= 0) store_box(b);        // a piece shorter than BN / 64 stages
                 }
             }
-            for (; kt < k_end; ++kt) { start_stage(kt == k_begin); end_stage(); }
+            for (; kt < k_end; ++kt) { start_stage(kt == k_begin); end_stage(kt == k_begin); }
+            end_piece();
             if constexpr (STREAM_K) {
                 if (k_begin > 0 || k_end < k_tiles) {            // a unit shared along K, by clusters first to last:
                     const int begin = (unit - sk.whole_units) * k_tiles;    // the one whose stretch holds its first
