@@ -43,10 +43,42 @@ def speed(times, name, timer):
 def geomean(values): return math.exp(sum(map(math.log, values)) / len(values))
 
 
+TF32_SHAPES = {"the lecture's problem": (5120, 256, 5120), 'square 2048': (2048,) * 3, 'square 4096': (4096,) * 3,
+               'square 8192': (8192,) * 3}
+
+
+def tf32_comparison(nb13, json_path=None):
+    "TF32 wgmma (both tile heights) against cuBLAS TF32, notebook 12's mma.sync kernel and Triton TF32, by both timers."
+    from course.hopper_tf32 import Tf32Matmul, tf32_error, tf32_variant
+    from course.reduced_precision import cublas
+    from course.timing import compare_with_two_timers
+    from course.triton_matmul import matmul_triton_tf32, triton_unavailable
+    nb12 = import_notebook('12')
+    kernels = {'cuBLAS TF32': cublas('tf32'), 'mma.sync (notebook 12, step d)': nb12.tensor_core('pipelined', 'tf32'),
+               'TF32 wgmma, 256-row tiles': Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE, BM=256)),
+               'TF32 wgmma, 128-row tiles': Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE, BM=128))}
+    if not triton_unavailable(): kernels['Triton TF32'] = matmul_triton_tf32
+    for name, fn in kernels.items():
+        worst, rms = tf32_error(fn)
+        print(f"{name:32s} error on 1024^3: worst {worst:.2f} of tf32's bound, relative RMS {rms:.1e}")
+    record = {}
+    for name, shape in TF32_SHAPES.items():
+        times, clocks = compare_with_two_timers(kernels, *shape, dtype='float32')
+        ref = times['cuBLAS TF32']
+        print(f"\n{name}, {'x'.join(map(str, shape))} (fp32 in and out); clocks {clocks[0]} / {clocks[1]}")
+        for kn, t in times.items():
+            print(f"  {kn:32s} interleaved {t.interleaved.median:8.4f} ms ({t.interleaved.median / ref.interleaved.median:4.2f}x "
+                  f"cuBLAS's time)   flushed {t.flushed.median:8.4f} ms ({t.flushed.median / ref.flushed.median:4.2f}x)")
+        record[name] = {kn: {timer: list(getattr(t, timer).samples) for timer in t._fields} for kn, t in times.items()}
+    if json_path: Path(json_path).write_text(json.dumps(record, indent=1))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--shapes', nargs='*', help='names of SHAPES to run (all unless said)')
     ap.add_argument('--steps', action='store_true', help='also steps 3 to 8 with and without a wgmma group in flight')
+    ap.add_argument('--tf32', action='store_true', help="only TF32: the lecture's fp32 inputs on TF32 wgmma, mma.sync and cuBLAS")
     ap.add_argument('--json', help='write every time to this file')
     a = ap.parse_args()
     if not hopper_available():
@@ -58,6 +90,7 @@ def main():
     from course.timing import compare_fairly, compare_with_two_timers, verdict
     from course.triton_matmul import matmul_triton_bf16, triton_unavailable
     nb = import_notebook('13')
+    if a.tf32: return tf32_comparison(nb, a.json)
     tuned = tuned_matmul(nb.HOPPER_SOURCE, nb.MMA_SYNC_FALLBACK)
     kernels = {REFERENCE: cublas('bf16'), STEP8: nb.HopperMatmul('streamk'), IN_FLIGHT: nb.HopperMatmul('consumers_in_flight'),
                TUNED: tuned}

@@ -31,11 +31,14 @@ def course_variants():
 
 
 def hopper_every_shape_variants(nb13):
-    "The Hopper kernel's tuning candidates (course.hopper_tuning) and steps 3 to 9 with a wgmma group in flight."
+    """The Hopper kernel's tuning candidates (course.hopper_tuning), steps 3 to 9 with a wgmma group in flight, and the
+    TF32 wgmma kernel (course.hopper_tf32)."""
     from course.hopper_ladder import SPECIALIZED_STEPS, specialized_variant
+    from course.hopper_tf32 import tf32_variant
     from course.hopper_tuning import CANDIDATES
     return [*(specialized_variant(nb13.HOPPER_SOURCE, **params) for params in CANDIDATES),
-            *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS)]
+            *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS),
+            *(tf32_variant(nb13.HOPPER_SOURCE, BM=bm) for bm in (256, 128))]
 
 
 def main(argv=None):

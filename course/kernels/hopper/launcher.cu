@@ -4,23 +4,10 @@
 // before it (`kernel`, the step's instantiated kernel, and the constants THREADS, SHARED, BM, BN, CLUSTER,
 // PERSISTENT, STREAM_K, SK_HANDOVER) and doubles this file's braces for str.format.
 
-// cuTensorMapEncodeTiled is a function of the driver, not of the runtime. The runtime hands out the running
-// driver's own entry point, so this library needs no link to libcuda (and no libcuda at build time).
-static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-    static void* encode = nullptr;
-    cudaDriverEntryPointQueryResult found;
-    if (!encode && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &encode, 12000, cudaEnableDefault, &found) != cudaSuccess
-                    || found != cudaDriverEntryPointSuccess)) encode = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(encode);
-}
 // The tensor map of a rows x cols row-major bf16 matrix x, copied in boxes of box_rows x 64 columns with the
-// 128-byte swizzle; TMA fills what lies outside the matrix with zeros.
+// 128-byte swizzle; TMA fills what lies outside the matrix with zeros (the helper: pieces.cuh).
 static CUresult tensor_map(CUtensorMap* map, const void* x, int rows, int cols, int box_rows) {
-    const cuuint64_t size[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, row_bytes[1] = {(cuuint64_t)cols * 2};
-    const cuuint32_t box[2] = {64, (cuuint32_t)box_rows}, unit_steps[2] = {1, 1};
-    return tensor_map_encoder()(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(x), size, row_bytes, box, unit_steps,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    return tensor_map_2d(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, x, rows, cols, 64, box_rows);
 }
 // Step 8: course.stream_k's rule. Stream-K where the last round is partly empty and a stretch of it, plus handing
 // partial sums over, is shorter than a whole unit; the stretches are at least SK_MIN_STRETCH stages long.
@@ -59,16 +46,13 @@ static cudaError_t plan_launch(Launch& launch, int M, int N, int K, cudaStream_t
     if (PERSISTENT) {
         // As many clusters as can run at once: not always multiprocessors / CLUSTER, since a cluster's blocks must
         // share one GPC (graphics processing cluster), and the GPCs do not all hold an even number of them. The
-        // runtime's answer costs microseconds, as much as a small product's launch: it is asked once per GPU.
-        static int resident_on[64] = {};                    // per GPU (past the 64th, asked every time)
-        int device = 0, asked_now = 0;
-        const cudaError_t current = cudaGetDevice(&device);
-        if (current != cudaSuccess) return current;
-        int& resident = device < 64 ? resident_on[device] : asked_now;
-        if (resident == 0) {
-            const cudaError_t asked = cudaOccupancyMaxActiveClusters(&resident, kernel, &config);
-            if (asked != cudaSuccess) { resident = 0; return asked; }
-        }
+        // runtime's answer costs microseconds: it is asked once per GPU.
+        static int resident_on[64] = {};
+        int resident = 0;
+        const cudaError_t asked = once_per_gpu(resident_on, resident, [&](int, int& count) {
+            return cudaOccupancyMaxActiveClusters(&count, kernel, &config);
+        });
+        if (asked != cudaSuccess) return asked;
         if (resident < 1) return cudaErrorInvalidConfiguration;
         launch.sk = stream_k_plan(units, resident, cdiv(K, BK));
         // With stream-K, as many clusters as run at once: each shares the last round (none waits for another).

@@ -101,3 +101,35 @@ template <int R> __device__ inline void touch(float (&d)[R]) {
     #pragma unroll
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i]) :: "memory");
 }
+
+// ---- the host side every launcher shares (launcher.cu, tf32_launcher.cu) ----
+// cuTensorMapEncodeTiled is a function of the driver, not of the runtime. The runtime hands out the running
+// driver's own entry point, so this library needs no link to libcuda (and no libcuda at build time).
+static PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+    static void* encode = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (!encode && (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &encode, 12000, cudaEnableDefault, &found) != cudaSuccess
+                    || found != cudaDriverEntryPointSuccess)) encode = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(encode);
+}
+// The tensor map of a rows x cols row-major matrix x of `type` (elements of `bytes` bytes), copied in boxes of box_rows
+// x box_cols elements (box_cols x bytes = 128: one row of the 128-byte swizzle, which it uses); TMA fills what lies
+// outside the matrix with zeros.
+static CUresult tensor_map_2d(CUtensorMap* map, CUtensorMapDataType type, int bytes, const void* x, int rows, int cols,
+                              int box_cols, int box_rows) {
+    const cuuint64_t size[2] = {(cuuint64_t)cols, (cuuint64_t)rows}, row_bytes[1] = {(cuuint64_t)cols * bytes};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows}, unit_steps[2] = {1, 1};
+    return tensor_map_encoder()(map, type, 2, const_cast<void*>(x), size, row_bytes, box, unit_steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+// A count that costs microseconds to ask the runtime (as much as a small product's launch), asked once per GPU:
+// kept[device] once known (past the 64th GPU, asked every time); ask(device, count) asks it.
+template <class Ask> static cudaError_t once_per_gpu(int (&kept)[64], int& count, Ask ask) {
+    int device = 0;
+    const cudaError_t current = cudaGetDevice(&device);
+    if (current != cudaSuccess) return current;
+    if (device < 64 && kept[device] > 0) { count = kept[device]; return cudaSuccess; }
+    const cudaError_t asked = ask(device, count);
+    if (asked == cudaSuccess && device < 64) kept[device] = count;
+    return asked;
+}

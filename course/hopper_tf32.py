@@ -1,0 +1,85 @@
+"""The lecture's fp32 inputs on Hopper's tensor cores: TF32 wgmma (course/kernels/hopper/tf32.cu).
+
+Notebook 12's TF32 kernel uses mma.sync, the instruction of the generation before Hopper's, on the lecture's fp32
+matrices; Hopper's wgmma has a TF32 form too (k = 8: 8 values of K per instruction, 32 bytes as for bf16's 16). It takes
+TF32 operands from shared memory only K-major, which B (K x N, rows of N) is not, so the kernel computes C's
+transpose, C^T = B^T A^T, with B^T from registers (rounded to TF32 to nearest there) and A's tile from shared memory, as
+TMA copies it. The tensor cores read A's values as they are, fp32, and use their upper 19 bits (TF32's): `tf32_error`
+measures what that costs against rounding to nearest.
+
+- `wgmma_tf32_function(n)`: the CUDA C of wgmma_tf32(d, a, b_desc, scale_d) for n / 2 accumulators.
+- `tf32_variant(source, BM, STAGES)`: the kernel (tiles of BM rows x 128 columns) compiled after `source`, notebook 13's
+  device code (HOPPER_SOURCE).
+- `Tf32Matmul(variant)`: C = A B for fp32 inputs and output, inputs checked as everywhere; rows TMA cannot copy (K or N
+  not a multiple of 4 floats, or an input off 16 bytes) run on padded copies.
+"""
+from .cuda_toolkit import CudaUnavailableError, hopper_available
+from .hopper_ladder import read_kernel
+from .input_checks import check_matmul_inputs
+from .template_variants import TemplateVariant
+
+
+TF32_KERNEL = read_kernel('tf32.cu')
+TF32_LAUNCHER = r'''
+static const auto kernel = {kernel}<{args}>;
+static const int THREADS = {threads}, SHARED = {shared}, BM = {bm}, BN = {bn};
+''' + read_kernel('tf32_launcher.cu').replace('{', '{{').replace('}', '}}')
+
+
+def wgmma_tf32_function(n):
+    """The CUDA C of `wgmma_tf32(d, a, b, scale_d)` for d of n / 2 floats: one warpgroup's D (64 x n fp32) += A (64 x 8,
+    TF32, four registers per thread) B (8 x n, TF32, K-major in shared memory, through descriptor b); with scale_d == 0,
+    D = A B. The form with A in registers ('RS'): its operands are {a0, a1, a2, a3}, then b's descriptor."""
+    regs = n // 2
+    operands = ', '.join(f'%{i}' for i in range(regs))
+    outputs = ', '.join(f'"+f"(d[{i}])' for i in range(regs))
+    return (f'__device__ inline void wgmma_tf32(float (&d)[{regs}], const uint32_t (&a)[4], uint64_t b, int scale_d) {{\n'
+            f'    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"\n'
+            f'                 "wgmma.mma_async.sync.aligned.m64n{n}k8.f32.tf32.tf32 {{{operands}}}, '
+            f'{{%{regs}, %{regs + 1}, %{regs + 2}, %{regs + 3}}}, %{regs + 4}, p, 1, 1;\\n}}"\n'
+            f'                 : {outputs}\n'
+            f'                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));\n}}\n')
+
+
+def tf32_variant(source, BM=256, STAGES=4, GROUP=8):
+    """The TF32 kernel with tiles of BM (128 or 256) rows x 128 columns and STAGES stages of 32 of K, compiled after
+    `source` (notebook 13's HOPPER_SOURCE: notebook 10's tile order, the PTX wrappers and descriptors)."""
+    if BM not in (128, 256): raise ValueError(f"BM must be 128 or 256 (the wgmma's n), got {BM!r}")
+    shared = 1024 + STAGES * (BM * 128 + 32 * 128 * 4) + 16 * STAGES
+    return TemplateVariant(source + wgmma_tf32_function(BM) + TF32_KERNEL, 'tf32_transposed', 384, shared,
+                           launcher=TF32_LAUNCHER, arch='sm_90a', BM=BM, BN=128, STAGES=STAGES, GROUP=GROUP)
+
+
+class Tf32Matmul:
+    "C = A B, fp32 in and out, on TF32 wgmma (`variant`, tf32_variant's). Needs a Hopper GPU."
+    def __init__(self, variant):
+        self.variant, self.params, self.source = variant, variant.params, variant.source
+
+    def __call__(self, m, n):
+        import torch
+        h, k, w = check_matmul_inputs(m, n)
+        if not hopper_available():
+            raise CudaUnavailableError(f"TF32 wgmma needs a Hopper GPU (compute capability 9.0); this one is "
+                                       f"{torch.cuda.get_device_name()}")
+        if k % 4 or w % 4 or m.data_ptr() % 16 or n.data_ptr() % 16:
+            k4, w4 = -(-k // 4) * 4, -(-w // 4) * 4                     # zeros beyond the matrices add nothing
+            a, b = torch.zeros(h, k4, device=m.device), torch.zeros(k4, w4, device=m.device)
+            a[:, :k], b[:k, :w] = m, n
+            return self(a, b)[:, :w].contiguous()
+        from .cuda_library import current_stream_handle
+        out = torch.empty(h, w, device=m.device)
+        module = self.variant.build()._module
+        error = module.unchecked('matmul')(m.data_ptr(), n.data_ptr(), out.data_ptr(), h, w, k,
+                                           current_stream_handle(m.get_device()))
+        if error: module.raise_if_error('matmul', error)
+        return out
+
+    def __repr__(self): return f"Tf32Matmul({self.variant!r})"
+
+
+def tf32_error(fn, h=1024, k=1024, w=1024):
+    """(worst error over tf32's bound, relative RMS error) of fn on random fp32 inputs, as
+    course.reduced_precision.error_against_float64 measures them."""
+    from .reduced_precision import error_against_float64, random_inputs
+    m, n = random_inputs(h, k, w, 'tf32')
+    return error_against_float64(fn(m, n), m, n, 'tf32')
