@@ -2,7 +2,7 @@
 
     python bench/bench.py [--readme] [--quick]
 
-Runs the `#| export` code of notebooks/14_benchmarks.ipynb (the same functions the notebook uses): prints the
+Runs the `#| export` code of notebooks/15_benchmarks.ipynb (the same functions the notebook uses): prints the
 tables for the lecture's problem and for 4096^3 (median and middle half of the GPU's time per call over
 interleaved rounds, median over cuBLAS fp32's, and the verdict, which says faster or slower only where the
 middle halves do not overlap), the lines under each table, and the verdicts of each step of the lecture; then
@@ -24,7 +24,7 @@ from course.cuda_toolkit import hopper_available, tensor_cores_available  # noqa
 
 
 def markdown_table(rows):
-    "The rows of notebook 14's `table` as a Markdown table."
+    "The rows of notebook 15's `table` as a Markdown table."
     lines = ['| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS fp32 | vs cuBLAS fp32 |',
              '| --- | ---: | ---: | ---: | ---: | :---: |']
     lines += [f'| {r.name} | {r.ms:.3f} | {r.time.q1:.3f}-{r.time.q3:.3f} | {r.tflops:.1f} | {r.vs_cublas:.2f} | {r.verdict} |'
@@ -33,7 +33,7 @@ def markdown_table(rows):
 
 
 def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
-    "One of notebook 14's tensor-core tables (same-precision comparison) as Markdown, with its target line."
+    "One of notebook 15's tensor-core tables (same-precision comparison) as Markdown, with its target line."
     h, k, w = shape
     lines = [f'**{title}, {precision}, {h}x{k} @ {k}x{w}:**', '',
              f'| kernel | median ms | middle half, ms | TFLOP/s | median / cuBLAS {precision} | vs cuBLAS {precision} |',
@@ -43,7 +43,7 @@ def tensor_core_markdown(precision, shape, rows, target, title='Tensor cores'):
 
 
 def shape_set_markdown(nb, results):
-    "Notebook 14's fp32 shape-set table as Markdown: each shape's cuBLAS time, and the every-shape kernel and Triton over it."
+    "Notebook 15's fp32 shape-set table as Markdown: each shape's cuBLAS time, and the every-shape kernel and Triton over it."
     lines = ['**fp32 on every shape** (notebook 11\'s every-shape kernel and Triton, each median over cuBLAS fp32\'s):', '',
              '| shape | h x k x w | cuBLAS fp32, ms | every shape / cuBLAS | vs cuBLAS | Triton / cuBLAS |',
              '| --- | --- | ---: | ---: | :---: | ---: |']
@@ -79,7 +79,7 @@ def main():
     if not gpu_available():
         print("bench.py needs a CUDA GPU, and this machine has none: nothing to measure (see README, 'Results').")
         return 0
-    nb = import_notebook('14')
+    nb = import_notebook('15')
     kernels = nb.all_kernels()
     styles = nb.kernel_styles(kernels)
     images = ROOT / 'images'

@@ -33,9 +33,12 @@ own helpers, and imports of what the notebooks use from here.
 | `waves` | how a matmul's tiles fill the GPU: tiles, waves, tile quantization and split-K, modelled on a CPU with a time model and a drawing of the waves |
 | `stream_k` | stream-K for a persistent kernel's last round: which cluster multiplies which stretch of K of which unit, who finishes a shared unit, the rule (with the measured cost of handing partial sums over) that says when it pays, and a drawing of the schedule |
 | `gluon_matmul` | a bf16 matmul in Gluon (Triton's lower-level language): TMA, mbarriers, wgmma and a TMA store from Python |
+| `hopper_tuning` | notebook 14: the Hopper kernel's switches chosen per shape (a model calibrated once per GPU, a timed shortlist, winners on disk), padded copies for rows TMA cannot copy |
+| `hopper_tf32` | notebook 14: TF32 wgmma for fp32 inputs (C's transpose, B^T from registers), its index arithmetic modelled on the CPU |
+| `hopper_shapes` | notebook 14 and bench/hopper_shapes.py: the published shape set, measured by both timers, and the target lines |
 | `hopper_dispatch` | `dispatch_bf16`: the input check, the GPU check and the TMA-or-fallback choice of the Hopper matmul wrappers |
 | `targets` | `against_target`: a time against a reference's, said as met or missed by how much |
-| `climb` | the one list of the course's GPU kernels (notebook 14's too), and the climb so far: every kernel up to a notebook timed together against cuBLAS and drawn, one bar each, at the end of each lesson |
+| `climb` | the one list of the course's GPU kernels (notebook 15's too), and the climb so far: every kernel up to a notebook timed together against cuBLAS and drawn, one bar each, at the end of each lesson |
 | `step_listings` | one step's kernel whole: a template's compile-time switches evaluated on the text (`if constexpr`, constant ifs and ternaries), and the diff of two steps |
 | `wgmma_layout` | where TMA's 128-byte swizzle puts each value of a tile and where a wgmma matrix descriptor (LBO, SBO) reads it, the count of values a descriptor misplaces, and the descriptor's bits |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |

@@ -1,9 +1,9 @@
 """The climb so far: every GPU kernel of the course up to a notebook, timed together on one problem, one bar each,
 beside cuBLAS. Each lesson notebook ends with `climb_chart(climb('NN'))`, so a learner sees where that lesson's
-kernels land next to everything before them; notebook 14 has the full tables on many shapes.
+kernels land next to everything before them; notebook 15 has the full tables on many shapes.
 
 The kernels come from the notebooks that teach them (their `#| export` cells, through `import_notebook`), never
-from copies: `course_kernels` is the one list, which notebook 14 uses too. float32 kernels are timed in one fair
+from copies: `course_kernels` is the one list, which notebook 15 uses too. float32 kernels are timed in one fair
 comparison with cuBLAS fp32 (and TF32, as a mark); bf16 kernels in another with cuBLAS bf16
 (`course.timing.compare_fairly`: interleaved rounds, inputs that overflow L2). The bars are TFLOP/s (the same
 operation count for every precision), so a bf16 bar and an fp32 bar can stand on one axis; each bar's colour says
@@ -13,12 +13,12 @@ import functools
 from typing import Callable, NamedTuple
 
 CLIMB_SHAPE = (4096, 4096, 4096)    # large enough for every kernel to fill an H100; small enough to time in seconds
-NOTEBOOKS = ('01', '05', '06', '07', '08', '09', '10', '11', '12', '13')   # the notebooks that teach GPU kernels
+NOTEBOOKS = ('01', '05', '06', '07', '08', '09', '10', '11', '12', '13', '14')   # the notebooks that teach GPU kernels
 
 
 class Kernel(NamedTuple):
-    name: str           # as notebook 14's tables print it: ends with '(NN)', the notebook that teaches it
-    notebook: str       # '01' ... '13'
+    name: str           # as notebook 15's tables print it: ends with '(NN)', the notebook that teaches it
+    notebook: str       # '01' ... '14'
     fn: Callable        # fn(m, n) -> m @ n
     dtype: str          # 'float32' or 'bfloat16': what it multiplies
     tile: object        # (BM, BN, BK), a function of the shape (h, k, w) where a tuner picks it, or None
@@ -71,7 +71,7 @@ EVERY_SHAPE = 'every shape, model-tuned (11)'   # the course's fp32 kernel meant
 
 
 def _bf16_kernels(nb):
-    "The bf16 kernels of notebooks 12 (tuned mma.sync) and 13 (each Hopper step, Gluon): {notebook: [Kernel]}."
+    "The bf16 kernels of notebooks 12 (tuned mma.sync), 13 (each Hopper step, Gluon) and 14 (tuned per shape): {notebook: [Kernel]}."
     out = {}
     if '12' in nb:
         fn = functools.partial(nb['12'].matmul_tensor_cores, precision='bf16')
@@ -79,10 +79,12 @@ def _bf16_kernels(nb):
     if '13' in nb:
         out['13'] = [Kernel(f'{label} (13)', '13', kernel, 'bfloat16', None) for label, kernel in nb['13'].hopper_ladder().items()]
         out['13'].append(Kernel('Gluon, 3 stages (13)', '13', nb['13'].matmul_gluon, 'bfloat16', None))
+    if '14' in nb:
+        out['14'] = [Kernel('tuned per shape (14)', '14', nb['14'].TUNED, 'bfloat16', None)]
     return out
 
 
-def course_kernels(up_to='13', dtypes=('float32', 'bfloat16'), modules=None):
+def course_kernels(up_to=NOTEBOOKS[-1], dtypes=('float32', 'bfloat16'), modules=None):
     """[Kernel] for every GPU kernel of the notebooks up to `up_to` (a notebook number as a string), in the order they
     are taught, of the given dtypes. Only the notebooks needed are imported; `modules` ({'10': module, ...}) gives
     some already imported, whose state (a tuner's choices, say) the caller shares: each import_notebook is a fresh
@@ -98,13 +100,15 @@ def course_kernels(up_to='13', dtypes=('float32', 'bfloat16'), modules=None):
 
 
 def runnable(kernel):
-    "Whether this GPU can run `kernel`: bf16 tensor cores from compute capability 8.0, notebook 13's steps on 9.0 only."
+    "Whether this GPU can run `kernel`: bf16 tensor cores from compute capability 8.0, notebooks 13 and 14's on 9.0 only."
     if kernel.dtype == 'float32': return True
     import torch
     if not torch.cuda.is_available(): return False
     major = torch.cuda.get_device_capability()[0]
-    return major >= 9 if kernel.notebook == '13' else major >= 8
+    return major >= 9 if kernel.notebook in HOPPER_NOTEBOOKS else major >= 8
 
+
+HOPPER_NOTEBOOKS = ('13', '14')   # their kernels use wgmma and TMA: compute capability 9.0 only
 
 REFERENCES = {'float32': ('cuBLAS fp32 (TF32 off)', 'fp32'), 'bfloat16': ('cuBLAS bf16', 'bf16')}
 TF32_MARK = 'cuBLAS TF32 (tensor cores)'

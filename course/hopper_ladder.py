@@ -28,6 +28,7 @@ from .timing import compare_fairly, step_line, verdict
 
 HOPPER_KERNEL_DIR = Path(__file__).resolve().parent / 'kernels' / 'hopper'     # the steps' CUDA C++
 HOPPER_FILES = ('pieces.cuh', 'common.cuh', 'stream_k.cuh', 'tma_wgmma.cu', 'specialized.cu', 'launcher.cu')
+TF32_FILES = ('tf32.cu', 'tf32_launcher.cu')       # notebook 14's TF32 wgmma kernel (course.hopper_tf32)
 
 
 def read_kernel(name):
@@ -58,10 +59,10 @@ static const int SK_HANDOVER = {SK_HANDOVER};     // step 8: the hand-over's cos
 
 
 def kernel_piece(name, **switches):
-    """(file, text) of the function or struct `name` of HOPPER_FILES, with the comment lines right above it; with
+    """(file, text) of the function or struct `name` of HOPPER_FILES (or TF32_FILES), with the comment lines right above it; with
     `switches` (STREAM_K=False, say), the `if constexpr` on them evaluated, as in the step listings (a template keeps
     its template line, the switches written above it)."""
-    for file in HOPPER_FILES:
+    for file in HOPPER_FILES + TF32_FILES:
         lines = read_kernel(file).split('\n')
         found = [i for i, line in enumerate(lines) if re.match(
             rf'(template <[^>]*> )?(__device__ |static |extern "C" |struct )[^(=;]*\b{name}\s*[({{]', line)]
@@ -75,7 +76,7 @@ def kernel_piece(name, **switches):
         text = '\n'.join(lines[start:end + 1]) + '\n'
         used = {k: v for k, v in switches.items() if re.search(rf'\b{k}\b', text)}
         return file, specialize(text, used, keep_template=True) if used else text
-    raise ValueError(f"no function or struct {name!r} in course/kernels/hopper/ ({', '.join(HOPPER_FILES)})")
+    raise ValueError(f"no function or struct {name!r} in course/kernels/hopper/ ({', '.join(HOPPER_FILES + TF32_FILES)})")
 
 
 def show_pieces(*names, **switches):
@@ -145,6 +146,13 @@ def step_listing_of(variant, title):
     return specialize(body, used, title=title, prune=True)
 
 
+def current_gpu():
+    "The current GPU's index, -1 where there is none: asked of torch's C++ side, as current_stream_handle does (cheaper)."
+    import torch
+    try: return torch._C._cuda_getDevice()
+    except (AttributeError, RuntimeError): return -1
+
+
 STREAM_K_WORKSPACES = {}     # step 8's workspaces, one per (GPU, stream, kernel): see kept_workspace
 
 
@@ -184,7 +192,7 @@ class StepMatmul:
     def unavailable(self):
         "None on a Hopper GPU; elsewhere the sentence that says why this step cannot run (asked once per GPU)."
         import torch
-        device = torch.cuda.current_device() if torch.cuda.is_available() else -1
+        device = current_gpu()
         if device not in self.missing:
             self.missing[device] = None if hopper_available() else (
                 f"step {self.step!r} uses wgmma, which needs a Hopper GPU (compute capability 9.0); "

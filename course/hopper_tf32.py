@@ -83,3 +83,71 @@ def tf32_error(fn, h=1024, k=1024, w=1024):
     from .reduced_precision import error_against_float64, random_inputs
     m, n = random_inputs(h, k, w, 'tf32')
     return error_against_float64(fn(m, n), m, n, 'tf32')
+
+
+# ---- the kernel's index arithmetic, modelled on the CPU (notebook 14 runs it before the CUDA C) ----
+
+def kernel_fragment_place(lane, r):
+    """(k, n) inside a warp's 8 x 16 piece of B (8 of K, 16 columns of C) of register r of `lane`, as b_fragment
+    computes it: k = t + 4 (r / 2), n = g + 8 (r % 2), with g = lane / 4 and t = lane % 4."""
+    return lane % 4 + 4 * (r // 2), lane // 4 + 8 * (r % 2)
+
+
+def kernel_store_place(lane, j, r):
+    """(row, column) inside a consumer's BM x 64 block of C where the kernel stores its accumulator d[4j + r] of `lane`
+    in warp 0 (warp w: 16 w columns further): row 8j + 2t + r % 2, column g + 8 (r / 2)."""
+    return 8 * j + 2 * (lane % 4) + r % 2, lane // 4 + 8 * (r // 2)
+
+
+def simulate_tile(a, b, place=kernel_fragment_place, store=kernel_store_place):
+    """One BM x 128 tile of C = a @ b (numpy: a BM x K, b K x 128, K a multiple of 8), computed the kernel's way: each
+    consumer's 4 warps put their values of B in registers where `place` says (as a fragment of B^T, whose layout is
+    PTX's: course.tensor_core_fragments.element for m16n8k8's A, one 16-row piece per warp), D = B^T A^T accumulates 8
+    of K at a time, and each accumulator goes to C where `store` says (D's layout is PTX's for C). With the kernel's own
+    arithmetic (the defaults) the tile is a @ b; a wrong place or store shows up as a wrong tile."""
+    import numpy as np
+    from .tensor_core_fragments import M16N8K8, element
+    bm, k = a.shape
+    c = np.full((bm, 128), np.nan)
+    for consumer in range(2):
+        d = np.zeros((64, bm))                               # this consumer's 64 columns of C, as rows of C^T
+        for k0 in range(0, k, 8):
+            fragment = np.zeros((64, 8))                     # B^T's 64 x 8 piece, as the warpgroup's registers hold it
+            for warp in range(4):
+                for lane in range(32):
+                    for r in range(4):
+                        kk, n = place(lane, r)
+                        row, col = element(M16N8K8, 'a', lane, r)
+                        fragment[16 * warp + row, col] = b[k0 + kk, 64 * consumer + 16 * warp + n]
+            d += fragment @ a[:, k0:k0 + 8].T               # one wgmma: (64 x 8) @ (8 x BM)
+        for warp in range(4):
+            for lane in range(32):
+                for j in range(bm // 8):
+                    for r in range(4):
+                        row, col = element(M16N8K8, 'c', lane, r)            # d[4j + r] holds D[16 w + row][8j + col]
+                        m, n = store(lane, j, r)
+                        c[m, 64 * consumer + 16 * warp + n] = d[16 * warp + row, 8 * j + col]
+    return c
+
+
+def draw_b_fragment():
+    """A warp's 8 x 16 piece of B (8 of K down, 16 columns of C across), each value labelled with the lane and register
+    that hold it (kernel_fragment_place): lanes of one group (lane / 4, one colour) hold one column of C."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    fig, ax = plt.subplots(figsize=(9.5, 3.6))
+    colours = plt.get_cmap('tab10').colors
+    for lane in range(32):
+        for r in range(4):
+            k, n = kernel_fragment_place(lane, r)
+            ax.add_patch(Rectangle((n, k), 1, 1, facecolor=colours[lane // 4 % 10], alpha=0.5, edgecolor='0.4', lw=0.5))
+            ax.text(n + 0.5, k + 0.5, f'{lane}:a{r}', ha='center', va='center', fontsize=7)
+    ax.set_xlim(0, 16); ax.set_ylim(8, 0); ax.set_aspect('equal')
+    ax.set_xticks([n + 0.5 for n in range(16)], range(16), fontsize=7)
+    ax.set_yticks([k + 0.5 for k in range(8)], range(8), fontsize=7)
+    ax.set_xlabel("column n of C (row of B^T), from the warp's first"); ax.set_ylabel("k")
+    ax.set_title("B's values one warp gives a TF32 wgmma (8 of K): 'lane:aR' is register R of that lane; colour: lane / 4",
+                 fontsize=10)
+    fig.tight_layout()
+    plt.close(fig)
+    return fig

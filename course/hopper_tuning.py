@@ -24,6 +24,7 @@ aligned neighbour's time plus the copies; `fallback` serves only where padding w
 import math
 
 from .hopper_dispatch import dispatch_bf16
+from .hopper_ladder import current_gpu
 from .stream_k import HANDOVER_STAGES, stages_per_cluster
 from .waves import H100_HBM_TBPS
 
@@ -70,6 +71,13 @@ def modeled_ms(rates, params, h, k, w, tbps=H100_HBM_TBPS):
     overhead, stage, resident = rates
     stages, pieces = busiest_stages(params, h, k, w, resident)
     return max(pieces * max(overhead, 0.0) + stages * stage, floor_ms(h, k, w, tbps))
+
+
+def nominal_rates(params, sms=H100_SMS, peak_tflops=989.0):
+    """(overhead ms, ms per stage, resident clusters) of a candidate at the datasheet's dense bf16 peak (the H100
+    SXM's unless said), with no overhead: what the model assumes before `calibrate` has measured this GPU."""
+    flop = 2 * 64 * params['CONSUMERS'] * params['BN'] * BK          # one block's stage
+    return 0.0, flop / (peak_tflops * 1e12 / sms) * 1e3, sms // params['CLUSTER']
 
 
 def calibration_shapes(params, resident):
@@ -121,10 +129,11 @@ class TunedHopperMatmul:
 
     def chosen(self, h, k, w, device=None):
         "The candidate GPU `device` (the current one unless said) runs h x k @ k x w with: kept, read from disk, or tuned now."
+        key = (current_gpu() if device is None else device, h, k, w)
+        kept = self.winners.get(key)
+        if kept is not None: return kept                      # (before any import: this is every call's path)
         import torch
         from .tuning_cache import gpu_identity, load_winner, save_winner
-        key = (torch.cuda.current_device() if device is None else device, h, k, w)
-        if key in self.winners: return self.winners[key]
         gpu = gpu_identity()
         kept = load_winner(self.candidates, h, k, w, 'bfloat16', gpu, self.path)
         if kept is None and torch.cuda.is_current_stream_capturing():     # no timing inside a capture: the model's

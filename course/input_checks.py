@@ -10,10 +10,14 @@ def check_matrix_input(name, t, device='cuda', task='multiply', dtype='float32')
     if not isinstance(t, torch.Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dim() != 2: raise ValueError(f"{name} must be a 2-D matrix, got {t.dim()} dimensions {tuple(t.shape)}")
     if t.dtype != getattr(torch, dtype): raise TypeError(f"{name} must be {dtype}, got {t.dtype}")
-    if t.device.type != device: raise ValueError(f"{name} must be on the {device.upper()} device, got {t.device}")
+    # (t.is_cuda, an attribute, where device is 'cuda': t.device builds an object, and a small product's whole call
+    # costs tens of microseconds, so each one counts)
+    if (not t.is_cuda) if device == 'cuda' else t.device.type != device:
+        raise ValueError(f"{name} must be on the {device.upper()} device, got {t.device}")
     if not t.is_contiguous(): raise ValueError(f"{name} must be contiguous (call .contiguous() first)")
-    if t.numel() == 0: raise ValueError(f"{name} is empty {tuple(t.shape)}: nothing to {task}")
-    if t.numel() >= 2**31: raise ValueError(f"{name} has {t.numel()} elements; the kernels index with 32-bit ints")
+    numel = t.numel()
+    if numel == 0: raise ValueError(f"{name} is empty {tuple(t.shape)}: nothing to {task}")
+    if numel >= 2**31: raise ValueError(f"{name} has {numel} elements; the kernels index with 32-bit ints")
     return tuple(t.shape)
 
 
@@ -24,7 +28,7 @@ def check_matmul_inputs(m, n, device='cuda', dtype='float32'):
     output small enough for 32-bit indices. Raises ValueError or TypeError with a sentence that says which
     rule failed."""
     for name, t in (('m', m), ('n', n)): check_matrix_input(name, t, device, dtype=dtype)
-    if m.device != n.device: raise ValueError(f"m and n must be on the same device, got {m.device} and {n.device}")
+    if m.get_device() != n.get_device(): raise ValueError(f"m and n must be on the same device, got {m.device} and {n.device}")
     (h, k), (k2, w) = m.shape, n.shape
     if k != k2: raise ValueError(f"size mismatch: m is {h}x{k} but n is {k2}x{w} ({k} != {k2})")
     if h * w >= 2**31: raise ValueError(f"the output {h}x{w} is too large for 32-bit indices")

@@ -180,45 +180,52 @@ def gpu_clocks(gpu=0):
     return f"clocks: SM {said[0].strip()} of {said[1].strip()} MHz" + (f", held by {' and '.join(held)}" if held else "")
 
 
-def flushed_times_ms(fn, arg_sets, reps=100, max_seconds=2.0, l2_bytes=None):
-    """The second timer: each call of `fn` timed alone between two CUDA events, after the L2 cache has been flushed
-    (a buffer of twice its size written just before, as Triton's do_bench does), rotating through `arg_sets`; a list
-    of `reps` times in ms (fewer once `max_seconds` of calls have been timed, at least 5). Unlike compare_fairly's
+def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=None):
+    """The second timer: {name: [ms]} for kernels fn(m, n), each call timed alone between two CUDA events after the L2
+    cache has been flushed (a buffer of twice its size written just before, as Triton's do_bench does), rotating
+    through `arg_sets`. As compare_fairly's rounds, every round times each kernel once, in an order that changes from
+    round to round, so that a slow spell of the GPU (its clock held down by power or heat) falls on all of them alike;
+    fewer than `rounds` rounds once `max_seconds` of calls have been timed (at least 5). Unlike compare_fairly's
     back-to-back calls, each sample starts with a cold L2 and includes whatever of the call's CPU work the flush does
     not hide: the time one isolated call takes."""
-    import torch
+    import random, torch
     l2_bytes = l2_bytes or torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device='cuda')
-    for args in arg_sets[:2]: fn(*args)                   # compile, tune, allocate
+    names = list(kernels)
+    for name in names:
+        for args in arg_sets[:2]: kernels[name](*args)   # compile, tune, allocate
     torch.cuda.synchronize()
-    pairs, spent = [], 0.0
-    for i in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        flush.zero_()
-        start.record()
-        fn(*arg_sets[i % len(arg_sets)])
-        end.record()
-        pairs.append((start, end))
-        if i % 10 == 9 or i == reps - 1:                  # read the times back every 10 calls (waits for them)
+    events, order, spent = {name: [] for name in names}, random.Random(1), 0.0
+    for i in range(rounds):
+        order.shuffle(names)
+        for name in names:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            flush.zero_()
+            start.record()
+            kernels[name](*arg_sets[i % len(arg_sets)])
+            end.record()
+            events[name].append((start, end))
+        if i % 5 == 4:                                    # read the times back every 5 rounds (waits for them)
             end.synchronize()
-            spent = sum(s.elapsed_time(e) for s, e in pairs)
-            if spent > max_seconds * 1e3 and len(pairs) >= 5: break
-    return [s.elapsed_time(e) for s, e in pairs]
+            spent = sum(s.elapsed_time(e) for pairs in events.values() for s, e in pairs)
+            if spent > max_seconds * 1e3 and i >= 4: break
+    torch.cuda.synchronize()
+    return {name: [s.elapsed_time(e) for s, e in pairs] for name, pairs in events.items()}
 
 
 class TwoTimers(NamedTuple):
     "One kernel's times by the course's two timers: interleaved back-to-back rounds, and isolated calls on a cold L2."
     interleaved: Spread     # compare_fairly's
-    flushed: Spread         # flushed_times_ms's, as a Spread
+    flushed: Spread         # flushed_rounds_ms's, as a Spread
 
 
-def compare_with_two_timers(kernels, h, k, w, dtype='bfloat16', rounds=20, back_to_back=3, reps=100):
+def compare_with_two_timers(kernels, h, k, w, dtype='bfloat16', rounds=20, back_to_back=3, reps=60):
     """{name: TwoTimers} for kernels fn(m, n) on h x k @ k x w, and the GPU's clocks as nvidia-smi read them after
-    each timer (gpu_clocks, or None): compare_fairly's interleaved rounds first, then every kernel's isolated calls on
-    a cold L2 (flushed_times_ms), the kernels in turn."""
+    each timer (gpu_clocks, or None): compare_fairly's interleaved rounds first, then `reps` rounds of isolated calls
+    on a cold L2 (flushed_rounds_ms), interleaved too."""
     interleaved = compare_fairly(kernels, h, k, w, rounds=rounds, back_to_back=back_to_back, progress=False, dtype=dtype)
     clocks = [gpu_clocks()]
-    sets = l2_overflowing_inputs(h, k, w, dtype=dtype)
-    flushed = {name: spread(flushed_times_ms(fn, sets, reps=reps)) for name, fn in kernels.items()}
+    flushed = {name: spread(times) for name, times in
+               flushed_rounds_ms(kernels, l2_overflowing_inputs(h, k, w, dtype=dtype), rounds=reps).items()}
     clocks.append(gpu_clocks())
     return {name: TwoTimers(interleaved[name], flushed[name]) for name in kernels}, clocks

@@ -1,4 +1,4 @@
-"""The benchmark: on a CPU-only machine the commands say in one line that they need a GPU, and exit 0; notebook 14's
+"""The benchmark: on a CPU-only machine the commands say in one line that they need a GPU, and exit 0; notebook 15's
 tables, verdicts, charts and README block are checked on made-up timings; its FMA-ceiling kernel is compiled."""
 import re, subprocess, sys
 
@@ -14,7 +14,7 @@ from course.timing import spread  # noqa: E402
 
 @pytest.fixture(scope='module')
 def nb():
-    return utils.import_notebook('14')
+    return utils.import_notebook('15')
 
 
 @pytest.fixture(scope='module')
@@ -38,9 +38,9 @@ def test_benchmarks_say_they_need_a_gpu(script):
 
 
 def test_benchmark_uses_the_notebooks_kernels():
-    "Notebook 14 builds its list of kernels from the teaching notebooks, not from copies: its one kernel is the FMA ceiling."
+    "Notebook 15 builds its list of kernels from the teaching notebooks, not from copies: its one kernel is the FMA ceiling."
     from course.notebook_import import exported_cells, NOTEBOOK_DIR
-    src = '\n'.join(exported_cells(NOTEBOOK_DIR / '14_benchmarks.ipynb'))
+    src = '\n'.join(exported_cells(NOTEBOOK_DIR / '15_benchmarks.ipynb'))
     for n in ('01', '05', '06', '07', '08', '09', '10'): assert f"'{n}'" in src
     assert re.findall(r'__global__\s+void\s+(\w+)', src) == ['fma_chains'] and '@cuda.jit' not in src
 
@@ -102,7 +102,7 @@ def test_print_table_shows_tiles_and_padding_for_a_shape(nb, rows, capsys):
 
 
 def test_back_to_back_keeps_rounds_short():
-    nb = utils.import_notebook('14')
+    nb = utils.import_notebook('15')
     assert nb.back_to_back_for(5120, 256, 5120) == 10 and nb.back_to_back_for(256, 256, 256) == 10
     assert nb.back_to_back_for(4096, 4096, 4096) == 2 and nb.back_to_back_for(8192, 8192, 8192) == 1
 

@@ -1,4 +1,4 @@
-"""course.climb: the one list of the course's kernels (also notebook 14's), and the chart of the climb so far."""
+"""course.climb: the one list of the course's kernels (also notebook 15's), and the chart of the climb so far."""
 import pytest
 
 from course import climb

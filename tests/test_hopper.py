@@ -72,8 +72,8 @@ def test_step_2b_is_step_2_with_a_group_in_flight_between_steps_2_and_3():
 def test_the_kernel_files_are_what_the_steps_compile():
     "Each file of course/kernels/hopper/ opens with a comment on what it holds; the rest is compiled as it is."
     import re
-    tf32_files = ('tf32.cu', 'tf32_launcher.cu')                      # course.hopper_tf32's (its tests: test_hopper_tf32.py)
-    assert nb.HOPPER_KERNEL_DIR.is_dir() and sorted(p.name for p in nb.HOPPER_KERNEL_DIR.iterdir()) == sorted(nb.HOPPER_FILES + tf32_files)
+    from course.hopper_ladder import TF32_FILES                       # notebook 14's (their tests: test_hopper_tf32.py)
+    assert nb.HOPPER_KERNEL_DIR.is_dir() and sorted(p.name for p in nb.HOPPER_KERNEL_DIR.iterdir()) == sorted(nb.HOPPER_FILES + TF32_FILES)
     for name in nb.HOPPER_FILES:
         text = (nb.HOPPER_KERNEL_DIR / name).read_text()
         opening, _, _ = text.partition('\n\n')

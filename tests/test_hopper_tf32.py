@@ -80,3 +80,35 @@ def test_a_missing_hopper_is_said(nb13, monkeypatch):
     monkeypatch.setattr(ht, 'check_matmul_inputs', lambda m, n: (8, 8, 8))
     with pytest.raises(CudaUnavailableError, match='TF32 wgmma needs a Hopper GPU.*a test GPU'):
         Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE))(torch.zeros(8, 8), torch.zeros(8, 8))
+
+
+def test_the_kernels_index_arithmetic_computes_the_tile():
+    import numpy as np
+    from course.hopper_tf32 import simulate_tile
+    rng = np.random.default_rng(0)
+    for bm in (128, 256):
+        a, b = rng.standard_normal((bm, 24)), rng.standard_normal((24, 128))
+        assert np.allclose(simulate_tile(a, b), a @ b)
+
+
+@pytest.mark.parametrize('wrong', ['t and g swapped', 'k halves swapped', 'n halves swapped', 'store rows shifted',
+                                   'store columns swapped'])
+def test_a_wrong_place_or_store_gives_a_wrong_tile(wrong):
+    import numpy as np
+    from course.hopper_tf32 import kernel_fragment_place, kernel_store_place, simulate_tile
+    place, store = kernel_fragment_place, kernel_store_place
+    if wrong == 't and g swapped': place = lambda lane, r: (lane // 4 % 4 + 4 * (r // 2), lane % 4 * 2 + 8 * (r % 2))
+    if wrong == 'k halves swapped': place = lambda lane, r: kernel_fragment_place(lane, r ^ 2)
+    if wrong == 'n halves swapped': place = lambda lane, r: kernel_fragment_place(lane, r ^ 1)
+    if wrong == 'store rows shifted': store = lambda lane, j, r: kernel_store_place(lane, j, r ^ 1)
+    if wrong == 'store columns swapped': store = lambda lane, j, r: kernel_store_place(lane, j, r ^ 2)
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((128, 16)), rng.standard_normal((16, 128))
+    assert not np.allclose(simulate_tile(a, b, place, store), a @ b, equal_nan=False)
+
+
+def test_the_fragment_drawing_labels_every_value_once():
+    from course.hopper_tf32 import draw_b_fragment
+    fig = draw_b_fragment()
+    labels = [t.get_text() for t in fig.axes[0].texts]
+    assert len(labels) == len(set(labels)) == 128 and '0:a0' in labels and '31:a3' in labels

@@ -225,8 +225,9 @@ def test_step_9_keeps_a_group_in_flight_and_stays_right(nb13, capsys):
 
 
 @hopper
-def test_the_flushed_timer_times_each_call_alone():
-    from course.timing import flushed_times_ms
+def test_the_flushed_timer_times_each_call_alone_in_interleaved_rounds():
+    from course.timing import flushed_rounds_ms
     m, n = random_inputs(2048, 2048, 2048, 'bf16')
-    times = flushed_times_ms(lambda a, b: a @ b, [(m, n)], reps=12)
-    assert len(times) == 12 and all(0 < t < 100 for t in times)
+    times = flushed_rounds_ms({'a': lambda a, b: a @ b, 'b': lambda a, b: (a @ b) @ b}, [(m, n)], rounds=12)
+    assert set(times) == {'a', 'b'} and len(times['a']) == len(times['b']) == 12
+    assert all(0 < t < 100 for t in times['a']) and sorted(times['b'])[6] > 1.5 * sorted(times['a'])[6]

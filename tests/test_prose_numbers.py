@@ -10,7 +10,7 @@ from conftest import load_script
 prose = load_script('tools/prose_numbers.py', 'prose_numbers')
 NUMBERS_PER_100_WORDS, MEASURED_IN_PROSE = 5.0, 8
 # Notebooks over a limit today: (numbers per 100 words, measured quantities) they may not exceed.
-CEILINGS = {'10_register_tiling': (4.8, 0), '14_benchmarks': (4.3, 5)}
+CEILINGS = {'10_register_tiling': (4.8, 0), '15_benchmarks': (4.3, 5)}
 NOTEBOOKS = sorted((prose.ROOT / 'notebooks').glob('[0-9][0-9]_*.ipynb'))
 
 

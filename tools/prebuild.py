@@ -2,14 +2,14 @@
 
     python tools/prebuild.py [--workers N] [--extensions]
 
-Notebooks 10 to 14 and `bench/bench.py` compile their kernels when they first need them, one after another: on a
-fresh machine notebook 14 spends minutes compiling before it times anything. This compiles notebook 10's search
-space, its every-shape kernels and ladder, notebook 12's tensor-core search spaces and notebook 13's Hopper steps all
-at once, on every CPU core (a bar shows the progress), into the compile cache that the notebooks read
+Notebooks 10 to 15 and `bench/bench.py` compile their kernels when they first need them, one after another: on a
+fresh machine notebook 15 spends minutes compiling before it times anything. This compiles notebook 10's search
+space, its every-shape kernels and ladder, notebook 12's tensor-core search spaces, notebook 13's Hopper steps and
+notebook 14's tuning candidates and TF32 kernel all at once, on every CPU core (a bar shows the progress), into the compile cache that the notebooks read
 (`$COURSE_CUDA_CACHE`, else ~/.cache/cuda-course). Variants already in the cache cost nothing. It needs nvcc, not a
 GPU: without a GPU the kernels are compiled for an H100 (sm_90; notebook 13's steps for sm_90a), which a machine
 with an H100 then finds in the cache. `--extensions` also builds the lecture-style torch extensions of notebooks 01 and
-05 to 07 that notebook 14 times (those need a GPU).
+05 to 07 that notebook 15 times (those need a GPU).
 """
 import argparse, sys, time
 from pathlib import Path
@@ -44,7 +44,7 @@ def hopper_every_shape_variants(nb13):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--workers', type=int, default=None, help='parallel compiles (default: one per CPU core)')
-    ap.add_argument('--extensions', action='store_true', help="also build notebook 14's torch extensions (needs a GPU)")
+    ap.add_argument('--extensions', action='store_true', help="also build notebook 15's torch extensions (needs a GPU)")
     a = ap.parse_args(argv)
     from course.autotune import compile_all
     start = time.perf_counter()
@@ -53,7 +53,7 @@ def main(argv=None):
     print(f"compiled (or found in the cache) in {compile_all(variants, workers=a.workers):.0f} s", flush=True)
     if a.extensions:
         from utils import import_notebook
-        import_notebook('14').all_kernels()
+        import_notebook('15').all_kernels()
         print(f"and the torch extensions: {time.perf_counter() - start:.0f} s in all")
     return 0
 

@@ -1,4 +1,4 @@
-"""The exercises of notebook 15: whose rows a GPU holds at each hop of the column-parallel ring, and which rows a GPU
+"""The exercises of notebook 16: whose rows a GPU holds at each hop of the column-parallel ring, and which rows a GPU
 multiplies at each hop of the row-parallel ring. Both are checked on a CPU by playing the ring out in Python (every
 GPU passes what it holds to the next, rank + 1, and receives from the one before, rank - 1), as
 course.tensor_parallel's ring layers do."""
@@ -47,7 +47,7 @@ def _trail(owner, rank, hop, size):
     return ' -> '.join(f"GPU {g}" for g in path)
 
 
-@exercise('15.1', "whose rows are here",
+@exercise('16.1', "whose rows are here",
           hints=("A GPU receives only from the GPU before it in the ring (rank - 1), and that GPU passes on what it held a "
                  "hop earlier. So what GPU `rank` holds at hop h is what GPU rank - 1 held at hop h - 1.",
                  "Follow that back h hops: the rows started on GPU rank - h. With the ring's wrap-around: "
@@ -102,7 +102,7 @@ def row_ring_play(block, size):
     return None
 
 
-@exercise('15.2', "which rows to multiply (row-parallel ring)",
+@exercise('16.2', "which rows to multiply (row-parallel ring)",
           hints=("Work backwards from the end: at the last hop (hop size - 1) GPU r must multiply its own rows r, and "
                  "add the sums GPU r - 1 sent, so GPU r - 1 worked on rows r at the hop before. One hop earlier, "
                  "GPU r - 2 did, and so on.",
