@@ -10,7 +10,7 @@ it ranks best are timed (course.model_tuning.model_tuner) and the winner is kept
 (course.tuning_cache). The model, for one candidate:
 
 - a unit (a tile, or CLUSTER tiles for a cluster) costs `overhead + stages x stage` ms, both measured once per GPU
-  (`calibrate`: one full round of units at two lengths of K, two times for two unknowns, kept on disk);
+  (`calibrate`: a few full rounds of units at two lengths of K, two times for two unknowns, kept on disk);
 - the GPU runs `resident` clusters at once (as many as the launcher's occupancy query says, `launch_plan`), each
   busy for the stages course.stream_k's schedule gives it (with stream-K: its stretch of the last round and the
   hand-overs), so the product takes the busiest one's time;
@@ -80,18 +80,28 @@ def nominal_rates(params, sms=H100_SMS, peak_tflops=989.0):
     return 0.0, flop / (peak_tflops * 1e12 / sms) * 1e3, sms // params['CLUSTER']
 
 
-def calibration_shapes(params, resident):
-    """Two shapes of exactly one full round of units (`resident` clusters each take one), with 1024 and 4096 of K:
-    their difference is 48 stages of K, what is left the unit's overhead."""
-    h, w = resident * 64 * params['CONSUMERS'] * params['CLUSTER'], params['BN']
-    return (h, 1024, w), (h, 4096, w)
+CALIBRATION_NAME = 'Hopper kernel rates per candidate, from 4 square rounds of units'   # its name on disk
+CALIBRATION_ROUNDS = 4      # rounds of units in each calibration shape: enough GPU time that the host's is a small part
+CALIBRATION_K = (4096, 16384)
 
 
-def rates_from(times, shapes):
-    "(overhead ms, ms per stage) from the times of `calibration_shapes`' two shapes."
+def calibration_shapes(params, resident, rounds=CALIBRATION_ROUNDS):
+    """Two shapes of exactly `rounds` full rounds of units (`resident` clusters each take one unit a round), their
+    tiles laid out as near a square as `resident`'s factors allow (so that they reuse each other's rows of A and
+    columns of B from L2, as on a large product), with CALIBRATION_K's two lengths of K: their difference is the time
+    of the extra stages, what is left the units' overhead. Each is large enough (tens of GFLOP at least) that the
+    host's time per call hides under the GPU's."""
+    units = rounds * resident
+    across = max(d for d in range(1, math.isqrt(units) + 1) if units % d == 0)         # units side by side
+    h, w = units // across * 64 * params['CONSUMERS'] * params['CLUSTER'], across * params['BN']
+    return tuple((h, k, w) for k in CALIBRATION_K)
+
+
+def rates_from(times, shapes, rounds=CALIBRATION_ROUNDS):
+    "(overhead ms, ms per stage) of a unit from the times of `calibration_shapes`' two shapes."
     (t1, t2), (k1, k2) = times, (shapes[0][1] // BK, shapes[1][1] // BK)
-    stage = max((t2 - t1) / (k2 - k1), 1e-9)
-    return t1 - k1 * stage, stage
+    stage = max((t2 - t1) / rounds / (k2 - k1), 1e-9)
+    return t1 / rounds - k1 * stage, stage
 
 
 def padded_shape(h, k, w):
@@ -100,9 +110,10 @@ def padded_shape(h, k, w):
 
 
 def padding_bytes(h, k, w):
-    "What the padded copies of an h x k @ k x w product move: A and B read and written, C's cut read and written."
+    """What the padded copies of an h x k @ k x w product move (bf16): A and B read, their padded copies written (the
+    new columns and rows as zeros), and, where w is padded, C's first w columns read and written again."""
     _, k8, w8 = padded_shape(h, k, w)
-    return 2 * (h * k + h * k8 + k * w + k8 * w8 + 2 * h * w)
+    return 2 * (h * k + h * k8 + k * w + k8 * w8 + (2 * h * w if w8 != w else 0))
 
 
 class TunedHopperMatmul:
@@ -156,11 +167,13 @@ class TunedHopperMatmul:
         _, k8, w8 = padded_shape(h, k, w)
         free, _ = torch.cuda.mem_get_info(m.device)
         if padding_bytes(h, k, w) + 2 * h * w8 > free // 2: return self.fallback(m, n)
-        a = torch.zeros(h, k8, device=m.device, dtype=m.dtype)
-        b = torch.zeros(k8, w8, device=m.device, dtype=m.dtype)
+        a = torch.empty(h, k8, device=m.device, dtype=m.dtype)
+        b = torch.empty(k8, w8, device=m.device, dtype=m.dtype)
+        a[:, k:].zero_(); b[k:].zero_(); b[:k, w:].zero_()      # only the padding: the copies below write the rest
         a[:, :k] = m
         b[:k, :w] = n
-        return self.on_tma(a, b)[:, :w].contiguous()
+        c = self.on_tma(a, b)
+        return c if w8 == w else c[:, :w].contiguous()
 
     # ---- the model and its calibration ----
     def calibrate(self):
@@ -177,8 +190,12 @@ class TunedHopperMatmul:
                 rates[_key(c.params)] = (*rates_from(times, shapes), resident)
             return rates
         if self.calibration is None:
-            self.calibration = remembered('Hopper kernel rates per candidate', self.candidates, measure, self.path)
+            self.calibration = remembered(CALIBRATION_NAME, self.candidates, measure, self.path)
         return self.calibration
+
+    def rates(self, params):
+        "(overhead ms, ms per stage, resident clusters) of the candidate with these switches, as calibrated on this GPU."
+        return self.calibrate()[_key(params)]
 
     def ranked(self, h, k, w):
         "[(modeled ms, candidate)] for every candidate, fastest first."

@@ -63,16 +63,18 @@ def test_the_model_shares_128_rows_among_twice_the_clusters_of_one_tile():
     assert ht.modeled_ms((*RATES[:2], 132), single, 128, 8192, 8192) < 0.9 * paired
 
 
-def test_calibration_shapes_fill_exactly_one_round():
+def test_calibration_shapes_fill_whole_rounds_and_keep_the_gpu_busy():
     for p in ht.CANDIDATES:
-        short, long = ht.calibration_shapes(p, 66)
-        assert ht.units_of(p, short[0], short[2]) == 66 and short[1] < long[1] and short[0::2] == long[0::2]
+        resident = 132 // p['CLUSTER']                   # an H100's
+        short, long = ht.calibration_shapes(p, resident)
+        assert ht.units_of(p, short[0], short[2]) == resident * ht.CALIBRATION_ROUNDS and short[1] < long[1]
+        assert short[0::2] == long[0::2] and 2 * short[0] * short[1] * short[2] > 2e10      # tens of GFLOP at least
 
 
 def test_rates_from_recovers_overhead_and_stage():
     shapes = ht.calibration_shapes(params(), 66)
     overhead, stage = 0.01, 0.002
-    times = [overhead + s[1] // 64 * stage for s in shapes]
+    times = [ht.CALIBRATION_ROUNDS * (overhead + s[1] // 64 * stage) for s in shapes]
     assert ht.rates_from(times, shapes) == pytest.approx((overhead, stage))
 
 
@@ -80,6 +82,7 @@ def test_padding_rounds_widths_up_to_16_bytes():
     assert ht.padded_shape(300, 1000, 264) == (300, 1000, 264)
     assert ht.padded_shape(33, 17, 31) == (33, 24, 32)
     assert ht.padding_bytes(33, 17, 31) == 2 * (33 * 17 + 33 * 24 + 17 * 31 + 24 * 32 + 2 * 33 * 31)
+    assert ht.padding_bytes(64, 17, 32) == 2 * (64 * 17 + 64 * 24 + 17 * 32 + 24 * 32)       # C needs no cut
 
 
 def test_switches_say_the_choice_in_words():
