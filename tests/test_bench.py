@@ -37,6 +37,14 @@ def test_benchmarks_say_they_need_a_gpu(script):
     assert len(lines) == 1 and 'needs a CUDA GPU' in lines[0]
 
 
+@pytest.mark.skipif(HAS_GPU, reason="checks the CPU-only path")
+def test_the_hopper_shape_set_says_it_needs_a_hopper_gpu():
+    res = subprocess.run([sys.executable, str(ROOT / 'bench' / 'hopper_shapes.py')], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.strip().splitlines()
+    assert len(lines) == 1 and 'needs a Hopper GPU' in lines[0]
+
+
 def test_benchmark_uses_the_notebooks_kernels():
     "Notebook 15 builds its list of kernels from the teaching notebooks, not from copies: its one kernel is the FMA ceiling."
     from course.notebook_import import exported_cells, NOTEBOOK_DIR
