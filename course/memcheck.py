@@ -55,8 +55,9 @@ def memcheck_findings(report):
 def sanitize(script_text, tools, repo_root, timeout=600):
     """Run the Python code `script_text` (written to a temporary file that first puts `repo_root` on sys.path, so it
     can import the course) under each of compute-sanitizer's `tools` ('memcheck', 'racecheck', 'synccheck') in
-    turn, and yield one line per tool as it finishes: its summary and how many invalid accesses it listed. Where
-    compute-sanitizer is not installed, a line says so and no tool runs."""
+    turn, and yield one line per tool as it finishes: its summary and how many invalid accesses it listed, and the
+    script's exit status where it is not 0 (a script that raised after its first kernel still gets a clean summary).
+    Where compute-sanitizer is not installed, a line says so and no tool runs."""
     with tempfile.TemporaryDirectory() as tmp:
         script = Path(tmp) / 'sanitized.py'
         script.write_text(f"import sys; sys.path.insert(0, {str(repo_root)!r})\n" + script_text)
@@ -66,4 +67,8 @@ def sanitize(script_text, tools, repo_root, timeout=600):
                 yield "compute-sanitizer is not installed here"
                 return
             errors, summary = memcheck_findings(res.stdout + res.stderr)
-            yield f"{tool}: {summary or 'no summary (exit ' + str(res.returncode) + ')'}; {len(errors)} invalid accesses listed"
+            # a summary of 0 errors says nothing of a script that stopped early: its exit status is said too
+            said = [l for l in res.stderr.splitlines() if l.strip() and not l.startswith(REPORT_PREFIX)]
+            failed = (f"; the script exited with status {res.returncode}" + (f" ({said[-1].strip()})" if said else "")
+                      if res.returncode and summary else "")
+            yield f"{tool}: {summary or 'no summary (exit ' + str(res.returncode) + ')'}; {len(errors)} invalid accesses listed{failed}"

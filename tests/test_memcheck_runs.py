@@ -37,7 +37,7 @@ def test_one_line_per_tool_with_its_summary_and_its_invalid_accesses(monkeypatch
         'racecheck': (0, "========= RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings)\n"),
         'synccheck': (3, "the program crashed before any summary\n")}, seen))
     lines = list(sanitize("print('hi')\n", ('memcheck', 'racecheck', 'synccheck'), tmp_path, timeout=42))
-    assert lines == ["memcheck: ERROR SUMMARY: 2 errors; 2 invalid accesses listed",
+    assert lines == ["memcheck: ERROR SUMMARY: 2 errors; 2 invalid accesses listed; the script exited with status 1",
                      "racecheck: RACECHECK SUMMARY: 0 hazards displayed (0 errors, 0 warnings); 0 invalid accesses listed",
                      "synccheck: no summary (exit 3); 0 invalid accesses listed"]
     assert [tool for tool, _, _ in seen] == ['memcheck', 'racecheck', 'synccheck'] and {t for _, _, t in seen} == {42}
@@ -59,3 +59,13 @@ def test_the_script_is_gone_afterwards(monkeypatch, tmp_path):
     monkeypatch.setattr(memcheck, 'run_under_memcheck', lambda script, **kw: (paths.append(Path(script)), run(script, **kw))[1])
     assert list(sanitize("pass\n", ('memcheck',), tmp_path)) == ["memcheck: ERROR SUMMARY: 0 errors; 0 invalid accesses listed"]
     assert paths and not paths[0].exists()
+
+
+def test_a_script_that_raised_is_not_reported_clean(monkeypatch, tmp_path):
+    def run(script, timeout=120, tool='memcheck'):
+        return subprocess.CompletedProcess(['compute-sanitizer'], 1, stdout="========= ERROR SUMMARY: 0 errors\n",
+                                           stderr="Traceback (most recent call last):\nImportError: no module named x\n")
+    monkeypatch.setattr(memcheck, 'run_under_memcheck', run)
+    assert list(sanitize("import x\n", ('memcheck',), tmp_path)) == [
+        "memcheck: ERROR SUMMARY: 0 errors; 0 invalid accesses listed; the script exited with status 1 "
+        "(ImportError: no module named x)"]
