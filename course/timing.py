@@ -182,7 +182,7 @@ def gpu_clocks(gpu=0):
 
 def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=None):
     """The second timer: {name: [ms]} for kernels fn(m, n), each call timed alone between two CUDA events after the L2
-    cache has been flushed (a buffer of twice its size written just before, as Triton's do_bench does), rotating
+    cache has been flushed (a buffer of twice its size written just before; Triton's do_bench writes a fixed 256 MB), rotating
     through `arg_sets`. As compare_fairly's rounds, every round times each kernel once, in an order that changes from
     round to round, so that a slow spell of the GPU (its clock held down by power or heat) falls on all of them alike;
     fewer than `rounds` rounds once `max_seconds` of calls have been timed (at least 5). Unlike compare_fairly's

@@ -7,8 +7,8 @@ def rounds(h, w, tile_rows, tile_cols, at_once):
     return -(-units // at_once)                         # the last round, however few units it holds
 
 
-# Exercise 14.2: where a thread's values of B go (TF32 wgmma)
-def b_place(lane, r):
-    "(k, n) in a warp's 8 x 16 piece of B (8 of K, 16 columns of C) of register a_r of `lane`."
+# Exercise 14.2: where a thread's results go in C (TF32 wgmma)
+def c_place(lane, j, r):
+    "(row, column) in C, from the tile's first row and warp 0's first column, of accumulator d[4j + r] of `lane`."
     g, t = lane // 4, lane % 4
-    return t + 4 * (r // 2), g + 8 * (r % 2)            # B^T's (row g or g + 8, column t or t + 4)
+    return 8 * j + 2 * t + r % 2, g + 8 * (r // 2)     # D = C^T's (g + 8 (r // 2), 8j + 2t + r % 2), turned round

@@ -1,7 +1,7 @@
 """The exercises of notebook 14: how many rounds a product's units take on the GPU (section 1), and where each of a
-warp's registers of B goes in the TF32 kernel (section 7). Both are checked on a CPU: the first against the count
-played out tile by tile, the second by computing a tile the kernel's way with the learner's places
-(course.hopper_tf32.simulate_tile) and against PTX's fragment layout."""
+thread's accumulators goes in C in the TF32 kernel (section 7), which computes C's transpose. Both are checked on a
+CPU: the first against the count played out tile by tile, the second by computing a tile the kernel's way and storing
+it with the learner's places (course.hopper_tf32.simulate_tile), then against PTX's accumulator layout."""
 from .lesson_12 import asked_twice, whole_numbers
 from .parts import NotYet, need_function, running
 from .registry import exercise
@@ -64,51 +64,62 @@ def rounds_of_units(ns, report):
     report.ok("each, the rounds the product's units take when the GPU runs at_once of them at a time")
 
 
-def _b_places(fn):
-    "{(lane, r): (k, n)} from the learner's `b_place`, every answer a pair of ints."
+def _c_places(fn, rows):
+    "{(lane, j, r): (row, column)} from the learner's `c_place`, every answer a pair of ints."
     places = {}
     for lane in range(32):
-        for r in range(4):
-            call = f"b_place(lane={lane}, r={r})"
-            with running(call): value = fn(lane, r)
-            places[lane, r] = whole_numbers(value, call, ('k', 'n'))
+        for j in range(rows // 8):
+            for r in range(4):
+                call = f"c_place(lane={lane}, j={j}, r={r})"
+                with running(call): value = fn(lane, j, r)
+                places[lane, j, r] = whole_numbers(value, call, ('row', 'column'))
     return places
 
 
-@exercise('14.2', "where a thread's values of B go (TF32 wgmma)",
-          hints=("wgmma reads register a_r of a lane as one element of the warp's 16 x 8 piece of B^T: notebook 12's "
-                 "m16n8k8 A fragment, `element(M16N8K8, 'a', lane, r)` gives its (row, column). A row of B^T is a "
-                 "column n of C; a column of B^T is a k. So the value to load is B at (k = that column, n = that row).",
-                 "With g = lane // 4 and t = lane % 4: a0 is B^T's (g, t), a1 (g + 8, t), a2 (g, t + 4), a3 (g + 8, t + 4). "
-                 "So k = t + 4 * (r // 2) and n = g + 8 * (r % 2)."))
-def b_fragment_places(ns, report):
+C_ROWS = 128         # the tile's rows in the check (wgmma's n): j runs over 128 / 8 = 16 groups of accumulators
+
+
+@exercise('14.2', "where a thread's results go in C (TF32 wgmma)",
+          hints=("The accumulators hold D = C^T, laid out as PTX lays out any wgmma's D: d[4j + r] of a lane of warp 0 is "
+                 "D's element (row, 8j + column) with (row, column) = element(M16N8K8, 'c', lane, r). A row of C^T is a "
+                 "column of C, a column of C^T is a row of C.",
+                 "With g = lane // 4 and t = lane % 4, d[4j + r] is D's (g + 8 (r // 2), 8j + 2t + r % 2). So in C: row "
+                 "8 * j + 2 * t + r % 2, column g + 8 * (r // 2)."))
+def c_fragment_places(ns, report):
     import numpy as np
     from ..hopper_tf32 import simulate_tile
     from ..tensor_core_fragments import M16N8K8, element
-    fn = need_function(ns, 'b_place', '(lane, r)')
-    places = _b_places(fn)
-    again = _b_places(fn)
-    if again != places:
-        raise NotYet("b_place returned different answers when asked again: the place must depend only on lane and r")
-    for (lane, r), (k, n) in places.items():
-        if not (0 <= k < 8 and 0 <= n < 16):
-            raise NotYet(f"b_place(lane={lane}, r={r}) returned ({k}, {n}): a warp's piece of B has k in 0..7 and n in "
-                         "0..15 (8 of K, 16 columns of C)")
+    fn = need_function(ns, 'c_place', '(lane, j, r)')
+    places = _c_places(fn, C_ROWS)
+    if _c_places(fn, C_ROWS) != places:
+        raise NotYet("c_place returned different answers when asked again: the place must depend only on lane, j and r")
+    def in_d(lane, j, r):
+        "Where d[4j + r] of `lane` sits in D = C^T (PTX's accumulator layout)."
+        d_row, d_col = element(M16N8K8, 'c', lane, r)
+        return d_row, 8 * j + d_col
+    for (lane, j, r), (row, col) in places.items():
+        d_row, d_col = in_d(lane, j, r)
+        if (row, col) == (d_row, d_col) != (d_col, d_row):      # D's place, where C's is D's turned round
+            raise NotYet(f"c_place(lane={lane}, j={j}, r={r}) returned ({row}, {col}): that is where d[{4 * j + r}] sits "
+                         "in D, which is C^T; a row of C^T is a column of C")
+        if not (0 <= row < C_ROWS and 0 <= col < 16):
+            raise NotYet(f"c_place(lane={lane}, j={j}, r={r}) returned ({row}, {col}): warp 0 of a consumer stores into "
+                         f"rows 0..{C_ROWS - 1} (the tile's rows) and columns 0..15 (its 16 columns of C)")
     seen = {}
     for key, place in places.items():
         if place in seen:
-            raise NotYet(f"b_place sends lane {seen[place][0]}'s a{seen[place][1]} and lane {key[0]}'s a{key[1]} to the "
-                         f"same value of B, (k, n) = {place}: the warp's 32 x 4 registers must hold its 8 x 16 values once each")
+            a, b = seen[place], key
+            raise NotYet(f"c_place sends d[{4 * a[1] + a[2]}] of lane {a[0]} and d[{4 * b[1] + b[2]}] of lane {b[0]} to the "
+                         f"same element of C, {place}: the warp's accumulators must cover its {C_ROWS} x 16 block once each")
         seen[place] = key
-    report.ok("b_place gives each of a warp's 128 registers its own value of the warp's 8 x 16 piece of B")
+    report.ok(f"c_place gives each of warp 0's accumulators its own element of its {C_ROWS} x 16 block of C")
     rng = np.random.default_rng(14)
-    a, b = rng.standard_normal((128, 16)), rng.standard_normal((16, 128))
-    if np.allclose(simulate_tile(a, b, place=lambda lane, r: places[lane, r]), a @ b): 
-        report.ok("a tile computed the kernel's way, with your places, is A B")
+    a, b = rng.standard_normal((C_ROWS, 16)), rng.standard_normal((16, 128))
+    if np.allclose(simulate_tile(a, b, store=lambda lane, j, r: places[lane, j, r]), a @ b):
+        report.ok("a tile computed the kernel's way and stored with your places is A B")
         return
-    for (lane, r), (k, n) in places.items():
-        row, col = element(M16N8K8, 'a', lane, r)
-        if (k, n) != (col, row):
-            raise NotYet(f"b_place(lane={lane}, r={r}) returned (k, n) = ({k}, {n}), but wgmma reads register a{r} of lane "
-                         f"{lane} as row {row}, column {col} of the warp's piece of B^T: a row of B^T is a column n of C, "
-                         "a column is a k, so the tile computed with your places is not A B")
+    for (lane, j, r), (row, col) in places.items():
+        d_row, d_col = in_d(lane, j, r)
+        if (row, col) != (d_col, d_row):
+            raise NotYet(f"c_place(lane={lane}, j={j}, r={r}) returned ({row}, {col}), but d[{4 * j + r}] of lane {lane} "
+                         f"holds D's element ({d_row}, {d_col}) (PTX's accumulator layout), and D is C^T")

@@ -1,10 +1,10 @@
-"""Wrong answers for notebook 14's exercises (the rounds of a product's units, where a thread's values of B go in the
-TF32 kernel), and right answers written unusually."""
+"""Wrong answers for notebook 14's exercises (the rounds of a product's units, where a thread's accumulators go in C in
+the TF32 kernel), and right answers written unusually."""
 from . import Wrong
 
 UNITS = "    units = -(-h // tile_rows) * -(-w // tile_cols) "
 ROUNDS = "    return -(-units // at_once) "
-PLACE = "    return t + 4 * (r // 2), g + 8 * (r % 2) "
+PLACE = "    return 8 * j + 2 * t + r % 2, g + 8 * (r // 2) "
 
 WRONG = [
     Wrong('14.1', "tiles rounded down", change=(UNITS, "    units = (h // tile_rows) * (w // tile_cols) "),
@@ -18,17 +18,16 @@ WRONG = [
           expect=r"a float: the rounds is a whole number"),
     Wrong('14.1', "rows and columns swapped", change=(UNITS, "    units = -(-h // tile_cols) * -(-w // tile_rows) "),
           expect=r"the count with the tile turned round; tile_rows goes down C's h rows"),
-    Wrong('14.2', "k and n swapped", change=(PLACE, "    return g + 8 * (r % 2), t + 4 * (r // 2) "),
-          expect=r"returned \(\d+, \d+\): a warp's piece of B has k in 0..7 and n in 0..15"),
-    Wrong('14.2', "the k halves swapped", change=(PLACE, "    return t + 4 * (r % 2), g + 8 * (r // 2) "),
-          expect=r"wgmma reads register a1 of lane 0 as row 8, column 0 of the warp's piece of B\^T"),
-    Wrong('14.2', "g and t swapped", body="def b_place(lane, r):\n    g, t = lane % 8, lane // 8\n"
-                                          "    return t + 4 * (r // 2), g + 8 * (r % 2)\n",
-          expect=r"wgmma reads register a0 of lane 1 as row 0, column 1 of the warp's piece of B\^T"),
-    Wrong('14.2', "every register of a lane on one value", change=(PLACE, "    return t, g "),
-          expect=r"to the same value of B, \(k, n\) = \(0, 0\)"),
-    Wrong('14.2', "a list of floats", change=(PLACE, "    return [float(t + 4 * (r // 2)), float(g + 8 * (r % 2))] "),
-          expect=r"a float: k and n are whole numbers"),
+    Wrong('14.2', "D's place, not turned round", change=(PLACE, "    return g + 8 * (r // 2), 8 * j + 2 * t + r % 2 "),
+          expect=r"that is where d\[\d+\] sits in D, which is C\^T; a row of C\^T is a column of C"),
+    Wrong('14.2', "the two rows of a pair swapped with the columns", change=(PLACE, "    return 8 * j + 2 * t + r // 2, g + 8 * (r % 2) "),
+          expect=r"holds D's element \(\d+, \d+\) \(PTX's accumulator layout\), and D is C\^T"),
+    Wrong('14.2', "j forgotten", change=(PLACE, "    return 2 * t + r % 2, g + 8 * (r // 2) "),
+          expect=r"to the same element of C"),
+    Wrong('14.2', "columns past the warp's 16", change=(PLACE, "    return 8 * j + 2 * t + r % 2, g + 16 * (r // 2) "),
+          expect=r"returned \(\d+, 16\): warp 0 of a consumer stores into rows 0..127"),
+    Wrong('14.2', "a float", change=(PLACE, "    return 8 * j + 2 * t + r % 2, g + 8 * (r / 2) "),
+          expect=r"a float: row and column are whole numbers"),
 ]
 
 RIGHT = [
@@ -36,5 +35,5 @@ RIGHT = [
           body="import math\ndef rounds(h, w, tile_rows, tile_cols, at_once):\n"
                "    units = math.ceil(h / tile_rows) * math.ceil(w / tile_cols)\n    return math.ceil(units / at_once)\n"),
     Wrong('14.2', "with bit operations", expect='',
-          body="def b_place(lane, r):\n    return (lane & 3) | (r & 2) << 1, (lane >> 2) | (r & 1) << 3\n"),
+          body="def c_place(lane, j, r):\n    return j << 3 | (lane & 3) << 1 | r & 1, lane >> 2 | (r & 2) << 2\n"),
 ]
