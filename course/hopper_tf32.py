@@ -12,6 +12,7 @@ measures what that costs against rounding to nearest.
   device code (HOPPER_SOURCE).
 - `Tf32Matmul(variant)`: C = A B for fp32 inputs and output, inputs checked as everywhere; rows TMA cannot copy (K or N
   not a multiple of 4 floats, or an input off 16 bytes) run on padded copies.
+- `TunedTf32(source)`: the cluster size (single blocks, or pairs sharing A's tile by multicast) timed per shape.
 """
 from .cuda_toolkit import CudaUnavailableError, hopper_available
 from .hopper_ladder import read_kernel
@@ -22,7 +23,7 @@ from .template_variants import TemplateVariant
 TF32_KERNEL = read_kernel('tf32.cu')
 TF32_LAUNCHER = r'''
 static const auto kernel = {kernel}<{args}>;
-static const int THREADS = {threads}, SHARED = {shared}, BM = {bm}, BN = {bn};
+static const int THREADS = {threads}, SHARED = {shared}, BM = {bm}, BN = {bn}, CLUSTER = {CLUSTER};
 ''' + read_kernel('tf32_launcher.cu').replace('{', '{{').replace('}', '}}')
 
 
@@ -41,13 +42,15 @@ def wgmma_tf32_function(n):
             f'                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));\n}}\n')
 
 
-def tf32_variant(source, BM=256, STAGES=4, GROUP=8):
+def tf32_variant(source, BM=256, STAGES=4, GROUP=8, CLUSTER=1):
     """The TF32 kernel with tiles of BM (128 or 256) rows x 128 columns and STAGES stages of 32 of K, compiled after
-    `source` (notebook 13's HOPPER_SOURCE: notebook 10's tile order, the PTX wrappers and descriptors)."""
+    `source` (notebook 13's HOPPER_SOURCE: notebook 10's tile order, the PTX wrappers and descriptors); with CLUSTER =
+    2, pairs of blocks side by side share A's tile by TMA multicast."""
     if BM not in (128, 256): raise ValueError(f"BM must be 128 or 256 (the wgmma's n), got {BM!r}")
+    if CLUSTER not in (1, 2): raise ValueError(f"CLUSTER must be 1 or 2, got {CLUSTER!r}")
     shared = 1024 + STAGES * (BM * 128 + 32 * 128 * 4) + 16 * STAGES
     return TemplateVariant(source + wgmma_tf32_function(BM) + TF32_KERNEL, 'tf32_transposed', 384, shared,
-                           launcher=TF32_LAUNCHER, arch='sm_90a', BM=BM, BN=128, STAGES=STAGES, GROUP=GROUP)
+                           launcher=TF32_LAUNCHER, arch='sm_90a', BM=BM, BN=128, STAGES=STAGES, GROUP=GROUP, CLUSTER=CLUSTER)
 
 
 class Tf32Matmul:
@@ -74,7 +77,38 @@ class Tf32Matmul:
         if error: module.raise_if_error('matmul', error)
         return out
 
+    def build(self):
+        self.variant.build()
+        return self
+
     def __repr__(self): return f"Tf32Matmul({self.variant!r})"
+
+
+class TunedTf32:
+    """TF32 wgmma with its cluster size chosen per shape: single blocks, or pairs side by side sharing A's tile by
+    multicast (half of A's reads from L2, but units twice as wide, so coarser rounds). Both are timed on a shape's first
+    call (course.autotune), once per GPU, code and shape, the winner kept on disk (course.tuning_cache); inside a CUDA
+    graph capture, single blocks, and no timing."""
+    def __init__(self, source, BM=256, path=None):
+        self.candidates = [Tf32Matmul(tf32_variant(source, BM=BM, CLUSTER=c)) for c in (1, 2)]
+        self.path, self.kept = path, {}
+
+    def chosen(self, h, k, w, device=0):
+        "The candidate kept for h x k @ k x w on GPU `device`: from memory, from disk, or timed now."
+        import torch
+        key = (device, h, k, w)
+        if key in self.kept: return self.kept[key]
+        if torch.cuda.is_current_stream_capturing(): return self.candidates[0]
+        from .tuning_cache import tuned
+        self.kept[key] = tuned(self.candidates, h, k, w, dtype='float32', path=self.path, progress=False)
+        return self.kept[key]
+
+    def __call__(self, m, n):
+        h, k, w = check_matmul_inputs(m, n)
+        if not hopper_available(): return self.candidates[0](m, n)      # which says why it cannot run
+        return self.chosen(h, k, w, m.get_device())(m, n)
+
+    def __repr__(self): return f"TunedTf32({', '.join(map(repr, self.candidates))})"
 
 
 def tf32_error(fn, h=1024, k=1024, w=1024):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from course.cuda_toolkit import CudaUnavailableError, hopper_available
-from course.hopper_tf32 import Tf32Matmul, tf32_variant, wgmma_tf32_function
+from course.hopper_tf32 import Tf32Matmul, TunedTf32, tf32_variant, wgmma_tf32_function
 from course.reduced_precision import check_graph_replays, check_reduced_precision, error_against_float64, random_inputs
 from utils import import_notebook, nvcc_available
 
@@ -26,27 +26,30 @@ def test_the_wrapper_names_every_accumulator_then_the_fragment_and_the_descripto
     assert 'setp.ne.b32 p, %69, 0;' in text and text.count('"+f"(d[') == 64
 
 
-def test_tile_rows_are_the_wgmmas_n():
+def test_tile_rows_are_the_wgmmas_n_and_clusters_pairs():
     with pytest.raises(ValueError, match='BM must be 128 or 256'): tf32_variant('', BM=64)
+    with pytest.raises(ValueError, match='CLUSTER must be 1 or 2'): tf32_variant('', CLUSTER=4)
 
 
 @needs_nvcc
-@pytest.mark.parametrize('BM', [128, 256])
-def test_the_kernel_compiles_for_sm_90a(nb13, BM):
-    assert tf32_variant(nb13.HOPPER_SOURCE, BM=BM).build()._module is not None
+@pytest.mark.parametrize('BM, CLUSTER', [(128, 1), (256, 1), (256, 2)])
+def test_the_kernel_compiles_for_sm_90a(nb13, BM, CLUSTER):
+    assert tf32_variant(nb13.HOPPER_SOURCE, BM=BM, CLUSTER=CLUSTER).build()._module is not None
 
 
 @hopper
-@pytest.mark.parametrize('BM', [128, 256])
-def test_tf32_wgmma_is_right_on_awkward_shapes(nb13, BM, capsys):
-    kernel = Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE, BM=BM))
-    assert check_reduced_precision(kernel, 'tf32', AWKWARD + UNALIGNED, label=f"TF32 wgmma, BM {BM}"), capsys.readouterr().out
+@pytest.mark.parametrize('BM, CLUSTER', [(128, 1), (256, 1), (256, 2), (128, 2)])
+def test_tf32_wgmma_is_right_on_awkward_shapes(nb13, BM, CLUSTER, capsys):
+    kernel = Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE, BM=BM, CLUSTER=CLUSTER))
+    assert check_reduced_precision(kernel, 'tf32', AWKWARD + UNALIGNED, label=f"TF32 wgmma, BM {BM}, cluster {CLUSTER}"), \
+        capsys.readouterr().out
     assert kernel.variant.resources()['local_bytes'] == 0
 
 
 @hopper
-def test_tf32_wgmma_replays_in_a_cuda_graph_and_runs_on_two_streams(nb13):
-    kernel = Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE))
+@pytest.mark.parametrize('CLUSTER', [1, 2])
+def test_tf32_wgmma_replays_in_a_cuda_graph_and_runs_on_two_streams(nb13, CLUSTER):
+    kernel = Tf32Matmul(tf32_variant(nb13.HOPPER_SOURCE, CLUSTER=CLUSTER))
     assert check_graph_replays(kernel, 384, 1000, 640, 'tf32')
     m, n = random_inputs(1024, 512, 768, 'tf32')
     alone = kernel(m, n)
@@ -112,3 +115,15 @@ def test_the_fragment_drawing_labels_every_value_once():
     fig = draw_b_fragment()
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert len(labels) == len(set(labels)) == 128 and '0:a0' in labels and '31:a3' in labels
+
+
+@hopper
+def test_the_tuned_tf32_kernel_keeps_a_cluster_size_per_shape_and_stays_right(nb13, tmp_path, capsys):
+    kernel = TunedTf32(nb13.HOPPER_SOURCE, path=tmp_path / 'tuning.json')
+    assert check_reduced_precision(kernel, 'tf32', [(5120, 256, 5120), (300, 1001, 262), (129, 4096, 200)],
+                                   label='TF32 wgmma, tuned'), capsys.readouterr().out
+    kept = kernel.chosen(5120, 256, 5120)
+    assert kept in kernel.candidates and kernel.chosen(5120, 256, 5120) is kept
+    again = TunedTf32(nb13.HOPPER_SOURCE, path=tmp_path / 'tuning.json')          # a new session: read from disk
+    assert again.chosen(5120, 256, 5120).params == kept.params
+    assert check_graph_replays(kernel, 384, 1000, 640, 'tf32')

@@ -38,7 +38,7 @@ def hopper_every_shape_variants(nb13):
     from course.hopper_tuning import CANDIDATES
     return [*(specialized_variant(nb13.HOPPER_SOURCE, **params) for params in CANDIDATES),
             *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS),
-            *(tf32_variant(nb13.HOPPER_SOURCE, BM=bm) for bm in (256, 128))]
+            *(tf32_variant(nb13.HOPPER_SOURCE, BM=bm, CLUSTER=c) for bm in (256, 128) for c in (1, 2))]
 
 
 def main(argv=None):

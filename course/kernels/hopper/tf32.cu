@@ -9,8 +9,10 @@
 //
 // A producer warpgroup copies A's tile (BM rows x 32 floats of K: 128 bytes a row, the 128-byte swizzle) and B's
 // (32 rows of K x BN columns, in boxes of 32 columns) into STAGES stages; two consumers each multiply 64 of the
-// tile's BN = 128 columns, and store their results to C from registers. The kernel is persistent: each block takes
-// tiles blockIdx.x, + gridDim.x, and so on.
+// tile's BN = 128 columns, and store their results to C from registers. The kernel is persistent: each cluster takes
+// units blockIdx.x / CLUSTER, + the number of clusters, and so on. A unit is CLUSTER tiles side by side, which read
+// the same rows of A: with CLUSTER = 2, each block's producer copies half of A's tile into the shared memory of both
+// blocks (TMA multicast, as notebook 13's step 5 shares B's), so that each block reads half of A from L2.
 constexpr int TBK = 32;      // K per stage: 32 floats = 128 bytes, one row of the 128-byte swizzle
 constexpr int TBOX = 32;     // columns of B per TMA box (128 bytes)
 
@@ -33,7 +35,7 @@ __device__ inline void b_fragment(uint32_t (&a)[4], const char* b_tile, int kk, 
     }
 }
 
-template <int BM, int BN, int STAGES, int GROUP>
+template <int BM, int BN, int STAGES, int GROUP, int CLUSTER>
 __global__ void __launch_bounds__(384, 1) tf32_transposed(const __grid_constant__ CUtensorMap a_map,
         const __grid_constant__ CUtensorMap b_map, float* C, int M, int N, int K) {
     static_assert(BN == 128, "two consumers of 64 columns each");
@@ -41,25 +43,30 @@ __global__ void __launch_bounds__(384, 1) tf32_transposed(const __grid_constant_
     extern __shared__ char shared_raw[];
     char* tiles = align_1024(shared_raw);
     uint64_t* full = reinterpret_cast<uint64_t*>(tiles + STAGES * STAGE), *empty = full + STAGES;
-    const int k_tiles = cdiv(K, TBK), units = cdiv(M, BM) * cdiv(N, BN);
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) { barrier_init(&full[s], 1); barrier_init(&empty[s], 8); }   // 8: consumer warps
+    const int k_tiles = cdiv(K, TBK), units = cdiv(M, BM) * cdiv(N, BN * CLUSTER);
+    const int rank = CLUSTER > 1 ? cluster_rank() : 0, cluster = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
+    if (threadIdx.x == 0) {                                      // empty: the consumer warps of every block of the cluster
+        for (int s = 0; s < STAGES; ++s) { barrier_init(&full[s], 1); barrier_init(&empty[s], 8 * CLUSTER); }
         barrier_init_fence();
     }
-    __syncthreads();
+    if (CLUSTER > 1) cluster_sync(); else __syncthreads();     // no copy may land in a block before its barriers exist
     if (threadIdx.x / 128 == 0) {                                // the producer
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (threadIdx.x == 0) {
             int use = 0;
-            for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+            for (int unit = cluster; unit < units; unit += clusters) {
                 int m0, n0;
-                tile_origin<BM, BN, GROUP>(unit, M, N, m0, n0);
+                tile_origin<BM, BN * CLUSTER, GROUP>(unit, M, N, m0, n0);
+                n0 += rank * BN;                                 // this block's tile of the unit
                 for (int kt = 0; kt < k_tiles; ++kt, ++use) {
                     const int s = use % STAGES;
                     char* a = tiles + s * STAGE;
                     barrier_wait(&empty[s], (use / STAGES % 2) ^ 1);
                     barrier_arrive_expect(&full[s], STAGE);
-                    tma_load(a, a_map, &full[s], kt * TBK, m0);
+                    if constexpr (CLUSTER > 1)                   // this block's share of A's rows, into every block
+                        tma_load_multicast(a + rank * A_BYTES / CLUSTER, a_map, &full[s], kt * TBK, m0 + rank * BM / CLUSTER,
+                                           (1 << CLUSTER) - 1);
+                    else tma_load(a, a_map, &full[s], kt * TBK, m0);
                     for (int j = 0; j < BN / TBOX; ++j) tma_load(a + A_BYTES + j * TBK * 128, b_map, &full[s], n0 + j * TBOX, kt * TBK);
                 }
             }
@@ -70,9 +77,10 @@ __global__ void __launch_bounds__(384, 1) tf32_transposed(const __grid_constant_
         const int column = 64 * consumer + 16 * warp + lane / 4;  // this thread's first column of the tile
         float d[BM / 2];
         int use = 0;
-        for (int unit = blockIdx.x; unit < units; unit += gridDim.x) {
+        for (int unit = cluster; unit < units; unit += clusters) {
             int m0, n0;
-            tile_origin<BM, BN, GROUP>(unit, M, N, m0, n0);
+            tile_origin<BM, BN * CLUSTER, GROUP>(unit, M, N, m0, n0);
+            n0 += rank * BN;
             for (int kt = 0; kt < k_tiles; ++kt, ++use) {
                 const int s = use % STAGES;
                 const char* a = tiles + s * STAGE;
@@ -87,7 +95,9 @@ __global__ void __launch_bounds__(384, 1) tf32_transposed(const __grid_constant_
                 wgmma_commit();
                 wgmma_wait<0>();
                 touch(d);
-                if (lane == 0) barrier_arrive(&empty[s]);
+                if (lane == 0)                                   // done with stage s, in every block that wrote into it
+                    for (int r = 0; r < CLUSTER; ++r)
+                        if constexpr (CLUSTER > 1) barrier_arrive_cluster(&empty[s], r); else barrier_arrive(&empty[s]);
             }
             // d holds C^T: d[4j] is C at row m0 + 8j + 2(lane % 4), column n0 + column; d[4j + 1] the row below;
             // d[4j + 2] and d[4j + 3] the same rows 8 columns right. A warp's 32 stores of one register cover 4 rows
@@ -104,4 +114,5 @@ __global__ void __launch_bounds__(384, 1) tf32_transposed(const __grid_constant_
             }
         }
     }
+    if (CLUSTER > 1) cluster_sync();        // a block leaves only when the other can no longer write into it
 }

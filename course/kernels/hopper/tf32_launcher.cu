@@ -1,6 +1,6 @@
 // The host side of the TF32 wgmma kernel (course/hopper_tf32.py): fp32 tensor maps, and a persistent grid of as many
-// blocks as run at once (one per multiprocessor). course.hopper_tf32 writes the lines before it (`kernel` and the
-// constants THREADS, SHARED, BM, BN) and doubles this file's braces for str.format.
+// clusters as run at once, launched by cudaLaunchKernelEx. course.hopper_tf32 writes the lines before it (`kernel` and
+// the constants THREADS, SHARED, BM, BN, CLUSTER) and doubles this file's braces for str.format.
 
 // The tensor map of a rows x cols row-major fp32 matrix x, copied in boxes of box_rows x 32 columns (128 bytes) with the
 // 128-byte swizzle; TMA fills what lies outside the matrix with zeros (the helper: pieces.cuh).
@@ -13,20 +13,27 @@ extern "C" cudaError_t matmul(const float* A, const float* B, float* C, int M, i
     if (!tensor_map_encoder()) return cudaErrorNotSupported;
     static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED);
     if (shared_ok != cudaSuccess) return shared_ok;
-    static int resident_on[64] = {};                    // blocks that run at once: one per multiprocessor, asked once
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute cluster;
+    cluster.id = cudaLaunchAttributeClusterDimension;
+    cluster.val.clusterDim.x = CLUSTER; cluster.val.clusterDim.y = cluster.val.clusterDim.z = 1;
+    config.blockDim = dim3(THREADS);
+    config.dynamicSmemBytes = SHARED;
+    config.stream = stream;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    static int resident_on[64] = {};                    // clusters that run at once, asked once per GPU
     int resident = 0;
-    const cudaError_t asked = once_per_gpu(resident_on, resident, [](int device, int& count) {
-        int per_sm = 0, sms = 0;
-        cudaError_t said = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, SHARED);
-        if (said == cudaSuccess) said = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-        count = per_sm * sms;
-        return said;
+    const cudaError_t asked = once_per_gpu(resident_on, resident, [&](int, int& count) {
+        config.gridDim = dim3(CLUSTER);
+        return cudaOccupancyMaxActiveClusters(&count, kernel, &config);
     });
     if (asked != cudaSuccess) return asked;
     if (resident < 1) return cudaErrorInvalidConfiguration;
-    CUtensorMap a_map, b_map;
-    if (tensor_map(&a_map, A, M, K, BM) != CUDA_SUCCESS || tensor_map(&b_map, B, K, N, 32) != CUDA_SUCCESS) return cudaErrorInvalidValue;
-    const long long units = (long long)cdiv(M, BM) * cdiv(N, BN);
-    kernel<<<(unsigned)(units < resident ? units : resident), THREADS, SHARED, stream>>>(a_map, b_map, C, M, N, K);
-    return cudaGetLastError();
+    CUtensorMap a_map, b_map;                           // A in boxes of BM / CLUSTER rows: each block's share
+    if (tensor_map(&a_map, A, M, K, BM / CLUSTER) != CUDA_SUCCESS || tensor_map(&b_map, B, K, N, 32) != CUDA_SUCCESS)
+        return cudaErrorInvalidValue;
+    const long long units = (long long)cdiv(M, BM) * cdiv(N, BN * CLUSTER);
+    config.gridDim = dim3((unsigned)(units < resident ? units : resident) * CLUSTER);
+    return cudaLaunchKernelEx(&config, kernel, a_map, b_map, C, M, N, K);
 }
