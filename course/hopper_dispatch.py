@@ -15,3 +15,18 @@ def dispatch_bf16(m, n, kernel, fallback, unavailable):
     missing = unavailable()
     if missing: raise CudaUnavailableError(missing)
     return kernel(m, n) if tma_can_copy(m, n) else fallback(m, n)
+
+
+def padded_copies(m, n, multiple):
+    """Copies of m (h x k) and n (k x w) in new buffers (so starting on 16 bytes) whose rows are k and w rounded up to
+    multiples of `multiple` elements, zeros in the new columns of A and rows and columns of B (they add nothing to any
+    sum); only the padding is zeroed, the copies write the rest. For a product TMA cannot copy as it is: multiply the
+    copies, then cut C back to w columns."""
+    import torch
+    (h, k), w = m.shape, n.shape[1]
+    kp, wp = -(-k // multiple) * multiple, -(-w // multiple) * multiple
+    a, b = torch.empty(h, kp, device=m.device, dtype=m.dtype), torch.empty(kp, wp, device=n.device, dtype=n.dtype)
+    a[:, k:].zero_(); b[k:].zero_(); b[:k, w:].zero_()
+    a[:, :k] = m
+    b[:k, :w] = n
+    return a, b

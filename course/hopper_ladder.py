@@ -19,7 +19,7 @@ import math, re
 from pathlib import Path
 
 from . import stream_k
-from .cuda_library import current_stream_handle
+from .cuda_library import current_gpu, current_stream_handle
 from .cuda_toolkit import hopper_available
 from .hopper_dispatch import dispatch_bf16
 from .step_listings import specialize
@@ -144,13 +144,6 @@ def step_listing_of(variant, title):
     body = TMA_WGMMA_KERNEL if variant.name == 'tma_wgmma' else SPECIALIZED_KERNEL
     used = {k: v for k, v in variant.params.items() if re.search(rf'\b{k}\b', body)}
     return specialize(body, used, title=title, prune=True)
-
-
-def current_gpu():
-    "The current GPU's index, -1 where there is none: asked of torch's C++ side, as current_stream_handle does (cheaper)."
-    import torch
-    try: return torch._C._cuda_getDevice()
-    except (AttributeError, RuntimeError): return -1
 
 
 STREAM_K_WORKSPACES = {}     # step 8's workspaces, one per (GPU, stream, kernel): see kept_workspace

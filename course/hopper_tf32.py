@@ -15,6 +15,7 @@ measures what that costs against rounding to nearest.
 - `TunedTf32(source)`: the cluster size (single blocks, or pairs sharing A's tile by multicast) timed per shape.
 """
 from .cuda_toolkit import CudaUnavailableError, hopper_available
+from .hopper_dispatch import padded_copies
 from .hopper_ladder import read_kernel
 from .input_checks import check_matmul_inputs
 from .template_variants import TemplateVariant
@@ -64,11 +65,9 @@ class Tf32Matmul:
         if not hopper_available():
             raise CudaUnavailableError(f"TF32 wgmma needs a Hopper GPU (compute capability 9.0); this one is "
                                        f"{torch.cuda.get_device_name()}")
-        if k % 4 or w % 4 or m.data_ptr() % 16 or n.data_ptr() % 16:
-            k4, w4 = -(-k // 4) * 4, -(-w // 4) * 4                     # zeros beyond the matrices add nothing
-            a, b = torch.zeros(h, k4, device=m.device), torch.zeros(k4, w4, device=m.device)
-            a[:, :k], b[:k, :w] = m, n
-            return self(a, b)[:, :w].contiguous()
+        if k % 4 or w % 4 or m.data_ptr() % 16 or n.data_ptr() % 16:       # rows TMA cannot copy: padded copies
+            c = self(*padded_copies(m, n, 4))
+            return c if c.shape[1] == w else c[:, :w].contiguous()
         from .cuda_library import current_stream_handle
         out = torch.empty(h, w, device=m.device)
         module = self.variant.build()._module

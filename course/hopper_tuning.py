@@ -23,8 +23,8 @@ aligned neighbour's time plus the copies; `fallback` serves only where padding w
 """
 import math
 
-from .hopper_dispatch import dispatch_bf16
-from .hopper_ladder import current_gpu
+from .cuda_library import current_gpu
+from .hopper_dispatch import dispatch_bf16, padded_copies
 from .stream_k import HANDOVER_STAGES, stages_per_cluster
 from .waves import H100_HBM_TBPS
 
@@ -144,14 +144,13 @@ class TunedHopperMatmul:
         kept = self.winners.get(key)
         if kept is not None: return kept                      # (before any import: this is every call's path)
         import torch
-        from .tuning_cache import gpu_identity, load_winner, save_winner
-        gpu = gpu_identity()
-        kept = load_winner(self.candidates, h, k, w, 'bfloat16', gpu, self.path)
-        if kept is None and torch.cuda.is_current_stream_capturing():     # no timing inside a capture: the model's
-            return self.ranked(h, k, w)[0][1] if self.calibration else self.candidates[0]   # pick, or the first
-        if kept is None:
-            kept = self.tune(self.candidates, h, k, w, progress=self.progress, dtype='bfloat16')[0].variant
-            save_winner(self.candidates, kept, h, k, w, 'bfloat16', gpu, self.path)
+        from .tuning_cache import gpu_identity, load_winner, tuned
+        if torch.cuda.is_current_stream_capturing():          # no timing inside a capture: a winner from disk, else
+            kept = load_winner(self.candidates, h, k, w, 'bfloat16', gpu_identity(), self.path)   # the model's pick,
+            if kept is None:                                  # or the first candidate
+                return self.ranked(h, k, w)[0][1] if self.calibration else self.candidates[0]
+        else:
+            kept = tuned(self.candidates, h, k, w, 'bfloat16', self.path, tune=self.tune, progress=self.progress)
         self.winners[key] = kept
         return kept
 
@@ -167,12 +166,7 @@ class TunedHopperMatmul:
         _, k8, w8 = padded_shape(h, k, w)
         free, _ = torch.cuda.mem_get_info(m.device)
         if padding_bytes(h, k, w) + 2 * h * w8 > free // 2: return self.fallback(m, n)
-        a = torch.empty(h, k8, device=m.device, dtype=m.dtype)
-        b = torch.empty(k8, w8, device=m.device, dtype=m.dtype)
-        a[:, k:].zero_(); b[k:].zero_(); b[:k, w:].zero_()      # only the padding: the copies below write the rest
-        a[:, :k] = m
-        b[:k, :w] = n
-        c = self.on_tma(a, b)
+        c = self.on_tma(*padded_copies(m, n, 8))
         return c if w8 == w else c[:, :w].contiguous()
 
     # ---- the model and its calibration ----

@@ -182,8 +182,8 @@ def gpu_clocks(gpu=0):
 
 def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=None):
     """The second timer: {name: [ms]} for kernels fn(m, n), each call timed alone between two CUDA events after the L2
-    cache has been flushed (a buffer of twice its size written just before; Triton's do_bench writes a fixed 256 MB), rotating
-    through `arg_sets`. As compare_fairly's rounds, every round times each kernel once, in an order that changes from
+    cache has been flushed (a buffer of twice its size written just before; Triton's do_bench writes a fixed 256 MB),
+    rotating through `arg_sets`. As compare_fairly's rounds, every round times each kernel once, in an order that changes from
     round to round, so that a slow spell of the GPU (its clock held down by power or heat) falls on all of them alike;
     fewer than `rounds` rounds once `max_seconds` of calls have been timed (at least 5). Unlike compare_fairly's
     back-to-back calls, each sample starts with a cold L2 and includes whatever of the call's CPU work the flush does
@@ -195,7 +195,7 @@ def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=No
     for name in names:
         for args in arg_sets[:2]: kernels[name](*args)   # compile, tune, allocate
     torch.cuda.synchronize()
-    events, order, spent = {name: [] for name in names}, random.Random(1), 0.0
+    events, order = {name: [] for name in names}, random.Random(1)
     for i in range(rounds):
         order.shuffle(names)
         for name in names:

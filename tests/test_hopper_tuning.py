@@ -234,3 +234,14 @@ def test_the_flushed_timer_times_each_call_alone_in_interleaved_rounds():
     times = flushed_rounds_ms({'a': lambda a, b: a @ b, 'b': lambda a, b: (a @ b) @ b}, [(m, n)], rounds=12)
     assert set(times) == {'a', 'b'} and len(times['a']) == len(times['b']) == 12
     assert all(0 < t < 100 for t in times['a']) and sorted(times['b'])[6] > 1.5 * sorted(times['a'])[6]
+
+
+def test_padded_copies_hold_the_matrices_and_zeros_in_new_buffers():
+    from course.hopper_dispatch import padded_copies
+    m, n = torch.randn(5, 7), torch.randn(7, 3)
+    a, b = padded_copies(m, n, 8)
+    assert a.shape == (5, 8) and b.shape == (8, 8) and torch.equal(a[:, :7], m) and torch.equal(b[:7, :3], n)
+    assert not a[:, 7:].any() and not b[7:].any() and not b[:, 3:].any()
+    assert torch.allclose((a @ b)[:, :3], m @ n)
+    a, _ = padded_copies(m[:, :4], n[:4], 4)                 # widths already multiples: still a new buffer
+    assert a.data_ptr() != m.data_ptr() and torch.equal(a, m[:, :4])
