@@ -392,3 +392,23 @@ def test_barrier_placement_in_numba_kernels_sees_cuda_grid_as_a_thread_index():
         assert found and re.match(r"the barrier at line \d+ is inside the `if` of line \d+", found[0]), (index, cond, found)
         assert python_barrier_problems(kernel(index, "        cuda.syncthreads()\n")) == []
     assert python_barrier_problems(kernel("    r = cuda.gridsize(1)\n", "        if r < 5: cuda.syncthreads()\n")) == []
+
+
+def test_watchdog_interrupts_only_code_that_would_pass_the_exception_on():
+    """The watchdog raises its timeout in a thread only while that thread runs the learner's code, the course's or
+    a barrier's wait: not inside someone else's callback (pytest's garbage-collector hook, say), which would
+    swallow it and leave the loop running."""
+    from course.exercises.watchdog import interruptible
+    stop = threading.Event()
+    foreign = {}
+    exec(compile("def spin(stop):\n    while not stop.is_set(): pass\n", '/elsewhere/callback.py', 'exec'), foreign)
+    waiting = threading.Thread(target=stop.wait, daemon=True)
+    spinning = threading.Thread(target=foreign['spin'], args=(stop,), daemon=True)
+    waiting.start(); spinning.start()
+    try:
+        time.sleep(0.05)
+        assert interruptible(waiting.ident)
+        assert not interruptible(spinning.ident)
+        assert not interruptible(-1)
+    finally:
+        stop.set()
