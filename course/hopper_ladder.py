@@ -117,12 +117,13 @@ def step_variant(step, source, BN=None, STAGES=None, GROUP=8, STORE_BUFFERS=None
 
 
 def specialized_variant(source, BN=256, STAGES=4, CONSUMERS=2, GROUP=8, PERSISTENT=True, CLUSTER=2, STORE_BUFFERS=1,
-                        OVERLAP=True, STREAM_K=True, HANDOVER=None, IN_FLIGHT=False):
-    """A TemplateVariant of specialized.cu's template with any choice of its switches (steps 3 to 9 are some of them;
-    course.hopper_tuning picks among others): tiles of 64 x CONSUMERS rows and BN columns, the rest as step_variant says."""
-    params = dict(BM=64 * CONSUMERS, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, GROUP=GROUP, PERSISTENT=PERSISTENT,
+                        OVERLAP=True, STREAM_K=True, HANDOVER=None, IN_FLIGHT=False, PINGPONG=False):
+    """A TemplateVariant of specialized.cu's template with any choice of its switches (steps 3 to 10 are some of them;
+    course.hopper_tuning picks among others): tiles of 64 x CONSUMERS rows and BN columns (with PINGPONG, step 10: 64
+    rows, each consumer its own tiles, which needs OVERLAP off), the rest as step_variant says."""
+    params = dict(BM=64 if PINGPONG else 64 * CONSUMERS, BN=BN, STAGES=STAGES, CONSUMERS=CONSUMERS, GROUP=GROUP, PERSISTENT=PERSISTENT,
                   CLUSTER=CLUSTER, STORE_BUFFERS=STORE_BUFFERS, OVERLAP=OVERLAP, STREAM_K=STREAM_K,
-                  IN_FLIGHT=IN_FLIGHT,
+                  IN_FLIGHT=IN_FLIGHT, PINGPONG=PINGPONG,
                   SK_HANDOVER=(stream_k.HANDOVER_STAGES if HANDOVER is None else HANDOVER) if STREAM_K else 0)
     return _variant(source, 'specialized', 128 * (CONSUMERS + 1), STAGES, params)
 
@@ -130,7 +131,7 @@ def specialized_variant(source, BN=256, STAGES=4, CONSUMERS=2, GROUP=8, PERSISTE
 def _variant(source, name, threads, stages, params):
     "The TemplateVariant of kernel `name` with `params`, and the shared memory they need."
     results = params.get('CONSUMERS', 0) * params.get('STORE_BUFFERS', 0) * 64 * 128   # steps 6 on: boxes of results, bf16
-    barriers = stages * (2 if name == 'specialized' else 1)
+    barriers = stages * 2 + 2 if name == 'specialized' else stages    # specialized: full, empty, and 2 turns (step 10)
     shared = 1024 + stages * (params['BM'] + params['BN']) * 64 * 2 + results + 8 * barriers + 16   # 1024: room to align
                                                      # the tiles on 1024 bytes; 16: step 8's ints per consumer
     body = TMA_WGMMA_KERNEL if name == 'tma_wgmma' else SPECIALIZED_KERNEL

@@ -5,7 +5,8 @@ Notebook 13's step 8 fixes its switches: tiles of 128 x 256, clusters of 2, stre
 of 128 rows, the second block of each cluster multiplies rows that do not exist; on 3072 x 3072, 12 x 12 tiles of 256
 columns fill 144 multiprocessors' worth of units on 132; on a long K, stream-K's hand-over may cost more than the
 round it shortens. So, as notebook 10's fp32 tuner does, a model ranks every candidate of `CANDIDATES` (tile width
-128, 192 or 256, 64 or 128 rows per tile, clusters of 1 or 2, stream-K on or off), the few
+128, 192 or 256, 64 or 128 rows per tile, clusters of 1 or 2, stream-K on or off, consumers sharing a tile or taking
+turns), the few
 it ranks best are timed (course.model_tuning.model_tuner) and the winner is kept per GPU, code and shape
 (course.tuning_cache). The model, for one candidate:
 
@@ -35,17 +36,30 @@ H100_SMS = 132
 # own. Tiles 256 wide fit 4 stages of 48 KiB, 192 wide 5 of 40 KiB, 128 wide 6 of 32 KiB; 192 is 3 boxes of 64 columns,
 # which a cluster of 2 cannot share evenly. A tile of 64 rows has one consumer (few-row products), which keeps a wgmma
 # group in flight: no other consumer's group keeps the tensor cores busy while it waits (bench/hopper_shapes.py --steps
-# measures the switch with two consumers).
+# measures the switch with two consumers). The last two are step 10's ping-pong: 64 x 128 tiles, two consumers taking
+# turns, 6 or 8 stages of 24 KiB (deeper for few rows, where the time goes to reading B).
 CANDIDATES = (*(dict(BN=bn, STAGES=4 if bn == 256 else 6, CONSUMERS=2, CLUSTER=cluster, STREAM_K=sk, IN_FLIGHT=False)
                 for bn in (256, 128) for cluster in (2, 1) for sk in (True, False)),
               *(dict(BN=192, STAGES=5, CONSUMERS=2, CLUSTER=1, STREAM_K=sk, IN_FLIGHT=False) for sk in (True, False)),
               *(dict(BN=bn, STAGES=5 if bn == 256 else 6, CONSUMERS=1, CLUSTER=1, STREAM_K=True, IN_FLIGHT=True)
-                for bn in (256, 128)))
+                for bn in (256, 128)),
+              *(dict(BN=128, STAGES=stages, CONSUMERS=2, CLUSTER=2, STREAM_K=True, IN_FLIGHT=True, PINGPONG=True,
+                     OVERLAP=False) for stages in (6, 8)))
+
+
+def tile_rows(params):
+    "The rows of one tile: 64 per consumer, or 64 in all where the consumers take turns (PINGPONG, step 10)."
+    return 64 if params.get('PINGPONG') else 64 * params['CONSUMERS']
+
+
+def workers(params):
+    "How many tiles a block works on at once: one, or one per consumer where they take turns."
+    return params['CONSUMERS'] if params.get('PINGPONG') else 1
 
 
 def units_of(params, h, w):
     "The units (CLUSTER tiles, one above the other) of an h x w product with a candidate's tiles."
-    rows = 64 * params['CONSUMERS'] * params['CLUSTER']
+    rows = tile_rows(params) * params['CLUSTER']
     return math.ceil(h / rows) * math.ceil(w / params['BN'])
 
 
@@ -75,9 +89,10 @@ def modeled_ms(rates, params, h, k, w, tbps=H100_HBM_TBPS):
 
 def nominal_rates(params, sms=H100_SMS, peak_tflops=989.0):
     """(overhead ms, ms per stage, resident clusters) of a candidate at the datasheet's dense bf16 peak (the H100
-    SXM's unless said), with no overhead: what the model assumes before `calibrate` has measured this GPU."""
-    flop = 2 * 64 * params['CONSUMERS'] * params['BN'] * BK          # one block's stage
-    return 0.0, flop / (peak_tflops * 1e12 / sms) * 1e3, sms // params['CLUSTER']
+    SXM's unless said), with no overhead: what the model assumes before `calibrate` has measured this GPU. Where the
+    consumers take turns, each counts as a cluster of its own, at its share of the multiprocessor's rate."""
+    flop = 2 * tile_rows(params) * params['BN'] * BK                  # one tile's stage
+    return 0.0, flop / (peak_tflops * 1e12 / sms / workers(params)) * 1e3, sms // params['CLUSTER'] * workers(params)
 
 
 CALIBRATION_NAME = 'Hopper kernel rates per candidate, from 4 square rounds of units'   # its name on disk
@@ -93,7 +108,7 @@ def calibration_shapes(params, resident, rounds=CALIBRATION_ROUNDS):
     host's time per call hides under the GPU's."""
     units = rounds * resident
     across = max(d for d in range(1, math.isqrt(units) + 1) if units % d == 0)         # units side by side
-    h, w = units // across * 64 * params['CONSUMERS'] * params['CLUSTER'], across * params['BN']
+    h, w = units // across * tile_rows(params) * params['CLUSTER'], across * params['BN']
     return tuple((h, k, w) for k in CALIBRATION_K)
 
 
@@ -178,7 +193,7 @@ class TunedHopperMatmul:
         def measure():
             rates = {}
             for c in self.candidates:
-                resident = c.launch_plan(1 << 16, BK, 1 << 16)[0]
+                resident = c.launch_plan(1 << 16, BK, 1 << 16)[0] * workers(c.params)
                 shapes = calibration_shapes(c.params, resident)
                 times = [short_time_ms(c, *shape, dtype='bfloat16', reps=5) for shape in shapes]
                 rates[_key(c.params)] = (*rates_from(times, shapes), resident)
@@ -210,7 +225,8 @@ class TunedHopperMatmul:
 
 def _key(params):
     "A candidate's switches as one string (a JSON object's key)."
-    return ' '.join(f"{name}={params[name]}" for name in ('BN', 'STAGES', 'CONSUMERS', 'CLUSTER', 'STREAM_K', 'IN_FLIGHT'))
+    return ' '.join(f"{name}={params[name]}" for name in ('BN', 'STAGES', 'CONSUMERS', 'CLUSTER', 'STREAM_K', 'IN_FLIGHT')) + (
+        ' PINGPONG=True' if params.get('PINGPONG') else '')
 
 
 
@@ -224,5 +240,6 @@ def tuned_matmul(source, fallback, **options):
 
 def switches(params):
     "A candidate's switches in a few words: '128x256, cluster 2, stream-K, in flight'."
-    return (f"{64 * params['CONSUMERS']}x{params['BN']}, cluster {params['CLUSTER']}"
-            + (", stream-K" if params['STREAM_K'] else "") + (", in flight" if params['IN_FLIGHT'] else ""))
+    return (f"{tile_rows(params)}x{params['BN']}, cluster {params['CLUSTER']}"
+            + (", stream-K" if params['STREAM_K'] else "") + (", in flight" if params['IN_FLIGHT'] else "")
+            + (f", ping-pong, {params['STAGES']} stages" if params.get('PINGPONG') else ""))

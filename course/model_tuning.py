@@ -144,12 +144,13 @@ def short_time_ms(fn, h, k, w, dtype='float32', input_sets=2, reps=3):
 
 def shortlist(order, top):
     """The candidates to time, from the model's ranking `order` ((ms, candidate), fastest first): its `top` best, then
-    the best-ranked candidate of each tile shape (BM x BN) not among them, so that a tile shape the model misprices
-    on this shape still gets one timing."""
+    the best-ranked candidate of each tile shape (BM x BN, and whether its consumers take turns: PINGPONG) not among
+    them, so that a tile shape the model misprices on this shape still gets one timing."""
+    tile_of = lambda c: (c.params['BM'], c.params['BN'], c.params.get('PINGPONG', False))
     picked = [c for _, c in order[:top]]
-    tiles = {(c.params['BM'], c.params['BN']) for c in picked}
+    tiles = {tile_of(c) for c in picked}
     for _, c in order[top:]:
-        tile = (c.params['BM'], c.params['BN'])
+        tile = tile_of(c)
         if tile not in tiles:
             tiles.add(tile)
             picked.append(c)

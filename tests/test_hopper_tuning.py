@@ -24,7 +24,7 @@ def test_the_candidates_are_distinct_and_fit_in_shared_memory():
     assert len(keys) == len(ht.CANDIDATES) >= 12
     assert ht.CANDIDATES[0] == params(STREAM_K=True, IN_FLIGHT=False)          # step 8's switches first
     for p in ht.CANDIDATES:
-        stage = (64 * p['CONSUMERS'] + p['BN']) * 64 * 2
+        stage = (ht.tile_rows(p) + p['BN']) * 64 * 2
         assert p['STAGES'] * stage + p['CONSUMERS'] * 64 * 128 + 1024 <= 227 * 1024, p
         assert p['BN'] // 64 % p['CLUSTER'] == 0, p                                # a cluster shares B's boxes evenly
 
@@ -33,6 +33,18 @@ def test_units_count_clusters_of_tiles():
     assert ht.units_of(params(), 4096, 4096) == 16 * 16              # 256 rows per cluster of two 128-row tiles
     assert ht.units_of(params(CLUSTER=1), 4096, 4096) == 32 * 16
     assert ht.units_of(params(CONSUMERS=1, CLUSTER=1, BN=128), 100, 300) == 2 * 3
+
+
+def test_ping_pong_tiles_are_64_rows_and_each_consumer_counts_as_a_worker():
+    pp = params(BN=128, STAGES=8, PINGPONG=True, OVERLAP=False)
+    assert ht.tile_rows(pp) == 64 and ht.workers(pp) == 2
+    assert ht.units_of(pp, 4096, 4096) == 32 * 32                  # 128 rows per cluster of two 64-row tiles
+    assert ht.switches(pp) == "64x128, cluster 2, in flight, ping-pong, 8 stages"
+    overhead, stage, resident = ht.nominal_rates(pp)
+    shared = ht.nominal_rates(params(BN=128))
+    assert resident == 2 * shared[2] == 132                        # two consumers per cluster of two, each a worker
+    assert stage == pytest.approx(shared[1])                        # half the rows at half the multiprocessor's rate
+    assert ht._key(pp) != ht._key({**pp, 'PINGPONG': False})
 
 
 def test_without_stream_k_the_busiest_cluster_takes_every_round():

@@ -1,6 +1,6 @@
-// The template of notebook 13's steps 3 to 8: a producer warpgroup and two consumers, with a compile-time switch
-// per later step: PERSISTENT (step 4), CLUSTER (5), STORE_BUFFERS (6), OVERLAP (7), STREAM_K (8). The notebook reads
-// it as SPECIALIZED_KERNEL; each step's section shows the kernel it compiles, this template with its switches
+// The template of notebook 13's steps 3 to 8 and notebook 14's 9 and 10: a producer warpgroup and two consumers, with
+// a compile-time switch per later step: PERSISTENT (step 4), CLUSTER (5), STORE_BUFFERS (6), OVERLAP (7), STREAM_K (8),
+// IN_FLIGHT (9), PINGPONG (10). The notebooks read it as SPECIALIZED_KERNEL; each step's section shows the kernel it compiles, this template with its switches
 // evaluated (course/step_listings.py).
 
 // Steps 3 to 8. Warpgroup 0 produces: one of its threads issues every TMA copy. Warpgroups 1 to CONSUMERS each
@@ -21,25 +21,33 @@
 // for another.
 // IN_FLIGHT (step 9): a consumer waits for a stage's wgmmas only once the next stage's are issued, and then releases
 // the stage before: the tensor cores always have a group queued (step 2b's change, in the consumers).
+// PINGPONG (step 10): the consumers take turns instead of sharing a tile. A tile is 64 rows, the whole of one
+// consumer's; consumer c takes pieces c, c + CONSUMERS, ... of the block's list and passes over the others' stages.
+// A consumer starts its piece only once the consumer before it has waited for every stage of its own (turn[]): then
+// the one finishing its tile packs and stores while the next one's wgmmas run.
 template <int BN, int STAGES, int CONSUMERS, int GROUP, bool PERSISTENT, int CLUSTER, int STORE_BUFFERS, bool OVERLAP, bool STREAM_K,
-          bool IN_FLIGHT>
+          bool IN_FLIGHT, bool PINGPONG>
 __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __grid_constant__ CUtensorMap a_map,
         const __grid_constant__ CUtensorMap b_map, const __grid_constant__ CUtensorMap c_map, __nv_bfloat16* C,
         int M, int N, int K, const StreamK sk) {
-    constexpr int BM = 64 * CONSUMERS, A_BYTES = BM * ROW, B_BYTES = BK * BN * 2, STAGE = A_BYTES + B_BYTES;
+    constexpr int BM = PINGPONG ? 64 : 64 * CONSUMERS, READERS = PINGPONG ? 1 : CONSUMERS, A_BYTES = BM * ROW, B_BYTES = BK * BN * 2, STAGE = A_BYTES + B_BYTES;
     constexpr int C_BYTES = CONSUMERS * STORE_BUFFERS * 64 * ROW;
     static_assert(CLUSTER == 1 || BN / BOX % CLUSTER == 0, "the blocks of a cluster share B's boxes evenly");
     static_assert(!OVERLAP || STORE_BUFFERS > 0, "step 7 stores through step 6's buffers");
     static_assert(!STREAM_K || PERSISTENT, "stream-K shares the last round of a persistent kernel");
+    static_assert(!PINGPONG || (CONSUMERS == 2 && PERSISTENT && !OVERLAP), "two consumers take turns on a persistent "
+                  "kernel's tiles, and each one's stores run under the other's wgmmas, not under its own");
     extern __shared__ char shared_raw[];
     char* tiles = align_1024(shared_raw), *c_tiles = tiles + STAGES * STAGE;
     uint64_t* full = reinterpret_cast<uint64_t*>(c_tiles + C_BYTES), *empty = full + STAGES;
-    int* told = reinterpret_cast<int*>(empty + STAGES);           // step 8: an int per consumer (from_issuer)
+    uint64_t* turn = empty + STAGES;                              // step 10: a consumer's turn has come (PINGPONG)
+    int* told = reinterpret_cast<int*>(turn + 2);                 // step 8: an int per consumer (from_issuer)
     const int rank = CLUSTER > 1 ? cluster_rank() : 0, k_tiles = cdiv(K, BK);
     const int units = cdiv(cdiv(M, BM), CLUSTER) * cdiv(N, BN);
     const int cluster = blockIdx.x / CLUSTER, clusters = PERSISTENT ? gridDim.x / CLUSTER : units;
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) { barrier_init(&full[s], 1); barrier_init(&empty[s], 4 * CONSUMERS * CLUSTER); }
+        for (int s = 0; s < STAGES; ++s) { barrier_init(&full[s], 1); barrier_init(&empty[s], 4 * READERS * CLUSTER); }
+        if constexpr (PINGPONG) for (int c = 0; c < CONSUMERS; ++c) barrier_init(&turn[c], 1);   // step 10
         barrier_init_fence();
     }
     if (CLUSTER > 1) cluster_sync(); else __syncthreads();     // no copy may land in a block before its barriers exist
@@ -65,7 +73,9 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
         }
     } else {                                                     // a consumer
         asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
-        const int consumer = threadIdx.x / 128 - 1, row0 = consumer * 64;
+        const int consumer = threadIdx.x / 128 - 1, row0 = PINGPONG ? 0 : consumer * 64;
+        const int part = PINGPONG ? 0 : consumer;                // which slot and counter of step 8 are this consumer's
+        int pieces = 0, turns = 0;                               // step 10: pieces seen, and turns waited for
         const bool issuer = threadIdx.x % 128 == 0;              // the consumer's thread that issues its stores
         float d[BN / 2];
         uint32_t pairs[BN / 4];                                  // steps 6 and 7: a tile's results as bf16 pairs ...
@@ -125,7 +135,7 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
         // Step 8: slot `finishing` (1 for the piece that holds a unit's first stage, 0 for the others) of this
         // consumer's partial sums in block `block` of the grid, a float4 per thread and step ...
         auto slot = [&](int block, bool finishing) {
-            return ((block * 2 + finishing) * CONSUMERS + consumer) * (BN / 8) * 128 + threadIdx.x % 128;
+            return ((block * 2 + finishing) * CONSUMERS + part) * (BN / 8) * 128 + threadIdx.x % 128;
         };
         // ... and a value one thread of this consumer has (`value`), for all its threads.
         auto from_issuer = [&](int value) {
@@ -135,6 +145,10 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
             return told[consumer];
         };
         for_each_piece<STREAM_K>(sk, cluster, clusters, k_tiles, [&](int unit, int k_begin, int k_end) {
+            if constexpr (PINGPONG) {                            // not this consumer's piece: pass over its stages
+                if (pieces++ % CONSUMERS != consumer) { use += k_end - k_begin; return; }
+                if (pieces > 1) barrier_wait(&turn[consumer], turns++ % 2);   // the one before waited for its stages
+            }
             int m0, n0;
             tile_origin<BM * CLUSTER, BN, GROUP>(unit, M, N, m0, n0);
             int kt = k_begin;
@@ -148,12 +162,14 @@ __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1) specialized(const __
                 }
             }
             for (; kt < k_end; ++kt) { start_stage(kt == k_begin); end_stage(kt == k_begin); }
+            if constexpr (PINGPONG)                              // every stage of this piece has landed:
+                if (issuer) barrier_arrive(&turn[(consumer + 1) % CONSUMERS]);   // the other consumer's turn
             end_piece();
             if constexpr (STREAM_K) {
                 if (k_begin > 0 || k_end < k_tiles) {            // a unit shared along K, by clusters first to last:
                     const int begin = (unit - sk.whole_units) * k_tiles;    // the one whose stretch holds its first
                     const int first = cluster_of_stage(sk, begin), others = cluster_of_stage(sk, begin + k_tiles - 1) - first;
-                    const int counter = ((unit - sk.whole_units) * CLUSTER + rank) * CONSUMERS + consumer;   // in sk.arrived
+                    const int counter = ((unit - sk.whole_units) * CLUSTER + rank) * CONSUMERS + part;   // in sk.arrived
                     // The first's piece ends its stretch and the others' begin theirs, so it usually comes last:
                     // if all the others are counted in (it looks for a few microseconds at most), it keeps its sums
                     // in registers and writes none.
