@@ -9,8 +9,9 @@ takes that process's shards. The same code runs on GPUs with NCCL and on a CPU w
   X W's columns of this process (all-gather, then one multiply).
 - `column_parallel_ring(x, w, chunks)`: the same result; X's rows travel round a ring in P x `chunks` chunks, and each
   is multiplied while the next travels.
-- `column_parallel_pull(x, w, shards, chunks)`: the same result; each GPU's rows sit in memory the others can read
-  (`PeerShards`), and each GPU's copy engines pull the others' rows chunk by chunk while it multiplies.
+- `column_parallel_pull(x, w, shards, chunks, at_once)`: the same result; each GPU's rows sit in memory the others
+  can read (`PeerShards`), and each GPU's copy engines pull the others' rows chunk by chunk while it multiplies, one
+  peer after another or (`at_once`) from every peer at the same time.
 - `row_parallel_serial(x, w)`: x is this process's k / P columns of X (all m rows), w its k / P rows of W; returns
   this process's m / P rows of the summed X W (one multiply, then a reduce-scatter).
 - `row_parallel_ring(x, w, chunks)`: the same; each hop multiplies the rows it passes on next, adds the partial sums
@@ -166,16 +167,19 @@ class PeerShards:
         else: self.handle.barrier()
 
 
-def column_parallel_pull(x, w, shards, chunks=1, matmul=torch.matmul):
+def column_parallel_pull(x, w, shards, chunks=1, matmul=torch.matmul, at_once=False):
     """As column_parallel_serial, overlapped with copy engines: every process publishes its rows in `shards` (a
     PeerShards), then pulls the others' rows chunk by chunk on a side stream, nearest in the ring first, while the
-    current stream multiplies its own rows and then each chunk once it has landed."""
+    current stream multiplies its own rows and then each chunk once it has landed. `at_once`: a side stream per
+    peer, so that the copies from different peers run at the same time (on more of the GPU's copy engines)."""
     rank, size, _, _ = _ring()
     rows, step = x.shape[0], _split_rows(x.shape[0], chunks)
     shards.publish(x)
-    out, gathered, comm = x.new_empty(size * rows, w.shape[1]), x.new_empty(size * rows, x.shape[1]), _side_stream(x)
+    out, gathered = x.new_empty(size * rows, w.shape[1]), x.new_empty(size * rows, x.shape[1])
+    streams = [_side_stream(x) for _ in range(size - 1 if at_once else 1)]
     landed = {}
-    for owner in ((rank + hop) % size for hop in range(1, size)):
+    for hop, owner in ((hop, (rank + hop) % size) for hop in range(1, size)):
+        comm = streams[(hop - 1) % len(streams)]
         for c in range(chunks):
             first = owner * rows + c * step
             with _on(comm): gathered[first:first + step].copy_(shards.peers[owner][c * step:(c + 1) * step])

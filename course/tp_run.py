@@ -14,9 +14,10 @@ import argparse, json, os, subprocess, sys, tempfile
 from pathlib import Path
 
 MULTICAST_OFF = {'NCCL_NVLS_ENABLE': '0', 'TORCH_SYMM_MEM_DISABLE_MULTICAST': '1', 'NVSHMEM_DISABLE_NVLS': '1'}
-LAYERS = ('column serial', 'column ring', 'column pull', 'row serial', 'row ring')
-CHUNKED = ('column ring', 'column pull', 'row ring')
+LAYERS = ('column serial', 'column ring', 'column pull', 'column pull, peers at once', 'row serial', 'row ring')
+CHUNKED = ('column ring', 'column pull', 'column pull, peers at once', 'row ring')
 CHECK_SHAPES = [(8, 16, 8), (24, 40, 12), (48, 8, 20)]      # (m, k, n): m rows of X, k = X's columns, n = W's
+QUEUED = 4                 # calls queued back to back in a 'queued' sample: the GPU's time per call in a loop
 
 
 def gpus_here():
@@ -78,9 +79,9 @@ def _prepare(name, x, w, rank, size, chunks):
         x_rows, w_cols, where = x[_mine(m, rank, size)].contiguous(), w[:, _mine(n, rank, size)].contiguous(), \
             (slice(None), _mine(n, rank, size))
         if name == 'column serial': return (lambda: tp.column_parallel_serial(x_rows, w_cols)), where
-        if name == 'column pull':
-            shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, x_rows.device)
-            return (lambda: tp.column_parallel_pull(x_rows, w_cols, shards, chunks)), where
+        if name.startswith('column pull'):
+            shards, at_once = tp.PeerShards(*x_rows.shape, x_rows.dtype, x_rows.device), name.endswith('at once')
+            return (lambda: tp.column_parallel_pull(x_rows, w_cols, shards, chunks, at_once=at_once)), where
         return (lambda: tp.column_parallel_ring(x_rows, w_cols, chunks)), where
     x_cols, w_rows, where = x[:, _mine(k, rank, size)].contiguous(), w[_mine(k, rank, size)].contiguous(), \
         (_mine(m, rank, size), slice(None))
@@ -136,7 +137,10 @@ def _check(args, rank, size, device):
 
 def _time(args, rank, size, device):
     """Each layer's time (the slowest process's, each round) over `args.rounds` interleaved rounds, beside its parts
-    alone (the all-gather, the pull, this process's multiply) and the whole product on one GPU, on each shape."""
+    alone (the all-gather, the pull, this process's multiply) and the whole product on one GPU, on each shape. Two
+    samples per round: a call alone from an idle GPU ('times': the CPU's issue time is inside it), and QUEUED calls
+    back to back, per call ('queued': the CPU prepares a call while the GPU runs the one before, as in a model's
+    forward pass, and as the course's one-GPU timings do)."""
     import torch
     import torch.distributed as dist
     from . import tensor_parallel as tp
@@ -148,36 +152,46 @@ def _time(args, rank, size, device):
         w_cols = w[:, _mine(n, rank, size)].contiguous()
         shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, device)
         shards.publish(x_rows)
-        def pull_alone():                              # every other GPU's rows, copied by the copy engines
+        peer_streams = [torch.cuda.Stream(device=device) for _ in range(size - 1)]
+        def pull_alone(at_once):                       # every other GPU's rows, copied by the copy engines
+            here = torch.cuda.current_stream(device)
             for hop in range(1, size):
-                owner = (rank + hop) % size
-                gathered[owner * x_rows.shape[0]:(owner + 1) * x_rows.shape[0]].copy_(shards.peers[owner])
+                owner, stream = (rank + hop) % size, peer_streams[hop - 1] if at_once else here
+                stream.wait_stream(here)
+                with torch.cuda.stream(stream):
+                    gathered[owner * x_rows.shape[0]:(owner + 1) * x_rows.shape[0]].copy_(shards.peers[owner])
+                here.wait_stream(stream)
         runs = {'one GPU, whole product': lambda: x @ w,
                 'all-gather of X alone': lambda: dist.all_gather_into_tensor(gathered, x_rows),
-                'pull of X alone (copy engines)': pull_alone,
+                'pull of X alone (copy engines)': lambda: pull_alone(False),
+                'pull of X alone, peers at once': lambda: pull_alone(True),
                 'multiply alone (X by this GPU\'s columns)': lambda: x @ w_cols}
         for name, chunks in _layer_runs(m, size, args.chunks):
             runs[name + (f", {chunks} chunk(s)" if name in CHUNKED else '')] = _prepare(name, x, w, rank, size, chunks)[0]
         fused = _fused_all_gather_matmul(x, w, rank, size)
         if callable(fused): runs["torch's fused_all_gather_matmul"] = fused
         elif fused not in notes: notes.append(fused)
-        samples, start, end = {label: [] for label in runs}, torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        samples = {kind: {label: [] for label in runs} for kind in ('times', 'queued')}
         for _ in range(3): [fn() for fn in runs.values()]            # warm up: NCCL's connections, cuBLAS's plans
         for r in range(args.rounds):
             for label in (list(runs)[r % len(runs):] + list(runs)[:r % len(runs)]):   # an order that turns each round
-                dist.barrier(device_ids=[device.index])
-                torch.cuda.synchronize()
-                start.record(); runs[label](); end.record(); torch.cuda.synchronize()
-                took = torch.tensor([start.elapsed_time(end)], device=device)
-                dist.all_reduce(took, op=dist.ReduceOp.MAX)            # a layer ends with its slowest GPU
-                samples[label].append(took.item())
+                for kind, calls in (('times', 1), ('queued', QUEUED)):
+                    dist.barrier(device_ids=[device.index])
+                    torch.cuda.synchronize()
+                    start.record()
+                    for _ in range(calls): runs[label]()
+                    end.record(); torch.cuda.synchronize()
+                    took = torch.tensor([start.elapsed_time(end) / calls], device=device)
+                    dist.all_reduce(took, op=dist.ReduceOp.MAX)        # a layer ends with its slowest GPU
+                    samples[kind][label].append(took.item())
         cpu = {}
         for label, fn in runs.items():                 # what a call costs the CPU (kernels queued, not waited for)
             spent = torch.tensor([cpu_us_per_call(fn, calls=20, warmup=2)], device=device)
             dist.all_reduce(spent, op=dist.ReduceOp.MAX)
             cpu[label] = spent.item()
-        results.append({'shape': [m, k, n], 'times': {label: spread(s)._asdict() for label, s in samples.items()},
-                        'cpu_us': cpu})
+        results.append({'shape': [m, k, n], **{kind: {label: spread(s)._asdict() for label, s in by_label.items()}
+                                                for kind, by_label in samples.items()}, 'cpu_us': cpu})
         shards.done()
         del x, w, gathered, runs, shards
         torch.cuda.empty_cache()
@@ -216,20 +230,30 @@ def _spread_of(entry):
     return Spread(entry['median'], entry['q1'], entry['q3'], tuple(entry.get('samples', ())))
 
 
+def timings(entry, kind=None):
+    """{label: Spread} of one shape's entry of a 'time' result: `kind` 'queued' (calls back to back, per call) or
+    'times' (a call alone from an idle GPU); unless said, 'queued' where the result has it."""
+    kind = kind or ('queued' if 'queued' in entry else 'times')
+    return {label: _spread_of(t) for label, t in entry[kind].items()}
+
+
 def layer_lines(result):
-    """Lines for a table of a 'time' result: per shape, each run's median and middle half (in brackets), what a call
-    costs the CPU (where measured: the Python and launches of one call, kernels queued, not waited for), and for each layer its
-    share of linear scaling (the one-GPU time over P times the layer's) and its verdict against the serial layer
-    of the same kind (course.timing.verdict). The lines fit in 140 characters."""
+    """Lines for a table of a 'time' result: per shape, each run's median alone (a call from an idle GPU) and queued
+    (calls back to back) where measured, with the queued middle half in brackets, what a call costs the CPU (where
+    measured: the Python and launches of one call, kernels queued, not waited for), and for each layer its share of
+    linear scaling (the one-GPU time over P times the layer's) and its verdict against the serial layer of the same
+    kind (course.timing.verdict), both from the queued times where there are some. The lines fit in 140 characters."""
     from .timing import verdict
     p, lines = result['processes'], []
     for entry in result['results']:
         m, k, n = entry['shape']
-        times = {label: _spread_of(t) for label, t in entry['times'].items()}
-        one = times['one GPU, whole product'].median
-        lines.append(f"{m} x {k} @ {k} x {n} on {p} GPUs ({result['dtype']}):")
+        times, alone = timings(entry), timings(entry, 'times')
+        one, both = times['one GPU, whole product'].median, 'queued' in entry
+        lines.append(f"{m} x {k} @ {k} x {n} on {p} GPUs ({result['dtype']})" +
+                     (": a call alone / queued (middle half), share and verdict from queued" if both else ":"))
         for label, t in times.items():
-            line = f"  {label:40s} {t.median:6.3f} ms ({t.q1:.3f}-{t.q3:.3f})"
+            line = f"  {label:40s} " + (f"{alone[label].median:6.3f} / " if both else "") + \
+                f"{t.median:6.3f} ms ({t.q1:.3f}-{t.q3:.3f})"
             if 'cpu_us' in entry: line += f", CPU {entry['cpu_us'][label] / 1e3:.3f} ms"
             if label.startswith(('column', 'row', "torch's")):
                 serial = times['row serial' if label.startswith('row') else 'column serial']
@@ -241,16 +265,18 @@ def layer_lines(result):
 
 def measured_machine(result, shape, link='all-gather', latency_us=10.0, launch_us=5.0):
     """An overlap_model.Machine from a 'time' result's parts on `shape`: the bandwidth of its transfer alone (`link`:
-    'all-gather', NCCL's kernels, or 'pull', the copy engines; each GPU receives (P - 1) / P of X) and the rate of its
+    'all-gather', NCCL's kernels, 'pull', the copy engines one peer after another, or 'pull at once', from every peer
+    at the same time; each GPU receives (P - 1) / P of X) and the rate of its
     multiply alone; the fixed costs as given. A pull takes no multiprocessors (comm_share 0); NCCL's share is left
     at 0 too, so that where the measured layer is slower than this model, the difference is what sharing costs."""
     from .overlap_model import Machine
     p = result['processes']
     entry = next(e for e in result['results'] if e['shape'] == list(shape))
     m, k, n = shape
-    label = {'all-gather': 'all-gather of X alone', 'pull': 'pull of X alone (copy engines)'}[link]
-    transfer_us = entry['times'][label]['median'] * 1e3
-    multiply_us = entry['times']["multiply alone (X by this GPU's columns)"]['median'] * 1e3
+    label = {'all-gather': 'all-gather of X alone', 'pull': 'pull of X alone (copy engines)',
+             'pull at once': 'pull of X alone, peers at once'}[link]
+    times = timings(entry)
+    transfer_us, multiply_us = times[label].median * 1e3, times["multiply alone (X by this GPU's columns)"].median * 1e3
     return Machine(bandwidth=(p - 1) * (m // p) * k * 2 / max(transfer_us - latency_us, 1e-9),
                    rate=2 * m * k * (n // p) / max(multiply_us - launch_us, 1e-9), latency_us=latency_us,
                    launch_us=launch_us)

@@ -174,6 +174,20 @@ def test_the_timing_table_gives_shares_and_verdicts_in_short_lines():
     assert 'slower vs serial' in next(l for l in lines if 'column ring' in l)
 
 
+def test_with_queued_times_the_shares_and_the_model_use_them_and_both_times_are_printed():
+    from course.tp_run import layer_lines, measured_machine
+    timed = _fake_timing()
+    entry = timed['results'][0]
+    entry['queued'] = {k: {**v, 'median': v['median'] * 0.8, 'q1': v['q1'] * 0.8, 'q3': v['q3'] * 0.8}
+                       for k, v in entry['times'].items()}
+    lines = layer_lines(timed)
+    assert all(len(l) <= 140 for l in lines) and 'alone / queued' in lines[0]
+    pull = next(l for l in lines if 'column pull' in l)
+    assert f" 0.900 / {0.9 * 0.8:6.3f} ms" in pull and f"{1.5 / (2 * 0.9):4.2f} of linear" in pull   # one GPU queued too
+    machine = measured_machine(timed, (8192, 8192, 8192), 'pull')
+    assert machine.latency_us + 4096 * 8192 * 2 / machine.bandwidth == pytest.approx(0.22e3 * 0.8)
+
+
 def test_the_measured_machine_reproduces_the_parts_alone():
     from course.tp_run import measured_machine
     timed, (m, k, n) = _fake_timing(), (8192, 8192, 8192)

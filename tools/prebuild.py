@@ -32,12 +32,13 @@ def course_variants():
 
 def hopper_every_shape_variants(nb13):
     """The Hopper kernel's tuning candidates (course.hopper_tuning), step 10's 64 x 256 ping-pong tile (the 64 x 128 ones
-    are candidates), steps 3 to 9 with a wgmma group in flight, and the TF32 wgmma kernel (course.hopper_tf32)."""
+    are candidates) and its cooperative 128 x 128 rival, steps 3 to 9 with a wgmma group in flight, and the TF32 wgmma kernel (course.hopper_tf32)."""
     from course.hopper_ladder import SPECIALIZED_STEPS, specialized_variant
     from course.hopper_tf32 import tf32_variant
     from course.hopper_tuning import CANDIDATES
     return [*(specialized_variant(nb13.HOPPER_SOURCE, **params) for params in CANDIDATES),
             specialized_variant(nb13.HOPPER_SOURCE, BN=256, STAGES=5, IN_FLIGHT=True, OVERLAP=False, PINGPONG=True),
+            specialized_variant(nb13.HOPPER_SOURCE, BN=128, STAGES=6, IN_FLIGHT=True),     # step 10's cooperative rival
             *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS),
             *(tf32_variant(nb13.HOPPER_SOURCE, BM=bm, CLUSTER=c) for bm in (256, 128) for c in (1, 2))]
 
