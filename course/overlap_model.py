@@ -149,6 +149,25 @@ def layer_us(work):
     return max(w.end for w in work)
 
 
+def _covered(spans):
+    "The length of the union of (start, end) spans."
+    total, reach = 0.0, float('-inf')
+    for start, end in sorted(spans):
+        if end > reach: total, reach = total + end - max(start, reach), end
+    return total
+
+
+def time_by_kind(work):
+    """Where a layer's time went on GPU 0 (µs): its multiplies, its publish and barriers (a measured layer's), the
+    compute stream idle (waiting for a transfer, or for the CPU), and the link busy; the layer's whole time."""
+    compute = [(w.start, w.end) for w in work if w.stream == 'compute']
+    return {'layer': layer_us(work), 'multiplies': _covered((w.start, w.end) for w in work if w.stream == 'compute'
+                                                            and 'barrier' not in w.label),
+            'publish and barriers': _covered((w.start, w.end) for w in work if 'barrier' in w.label),
+            'compute idle': layer_us(work) - _covered(compute),
+            'transfers': _covered((w.start, w.end) for w in work if w.stream == 'link')}
+
+
 def one_gpu_us(m, k, n, machine):
     "The same product on one GPU: one multiply, no transfer."
     return _multiply_us(machine, m, k, n)
@@ -169,24 +188,27 @@ def best_chunks(layer, m, k, n, gpus, machine, most=16):
 
 def draw_layers(layers, title=None):
     """Each of `layers` ({label: [Work]}) as a panel: GPU 0's compute stream above its link, a bar per piece of work,
-    on one time axis so the panels compare. Returns the figure."""
+    on one time axis so the panels compare; a measured layer's (course.tensor_parallel.Timeline) too, its publish
+    and barriers in grey. Returns the figure."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
     fig, axes = plt.subplots(len(layers), 1, figsize=(11, 1.3 + 1.1 * len(layers)), sharex=True, squeeze=False)
     end = max(layer_us(w) for w in layers.values())
-    colours = {'compute': '#4c72b0', 'link': '#dd8452', 'add': '#55a868'}
+    colours = {'compute': '#4c72b0', 'link': '#dd8452', 'add': '#55a868', 'barrier': '#999999'}
     for ax, (label, work) in zip(axes[:, 0], layers.items()):
         for w in work:
-            colour = colours['add'] if 'add' in w.label else colours[w.stream]
+            colour = colours['add'] if 'add' in w.label else colours['barrier'] if 'barrier' in w.label else colours[w.stream]
             ax.barh(1 if w.stream == 'compute' else 0, w.end - w.start, left=w.start, height=0.6, color=colour,
                     edgecolor='white', linewidth=0.6)
         ax.set_yticks([1, 0], ['compute', 'link'])
         ax.set_title(f"{label}: {layer_us(work):,.0f} µs", fontsize=10, loc='left')
         ax.set_xlim(0, end * 1.02)
     axes[-1, 0].set_xlabel('µs from the layer\'s start (GPU 0; every GPU of the ring does the same)')
-    fig.legend(handles=[Patch(color=c, label=l) for l, c in (('multiply', colours['compute']),
-               ('transfer', colours['link']), ('add a received partial', colours['add']))],
-               loc='upper right', ncol=3, fontsize=9, frameon=False)
+    kinds = [('multiply', colours['compute']), ('transfer', colours['link']), ('add a received partial', colours['add'])]
+    if any('barrier' in w.label for work in layers.values() for w in work):
+        kinds.append(('publish, barriers (measured)', colours['barrier']))
+    fig.legend(handles=[Patch(color=c, label=l) for l, c in kinds], loc='lower center', ncol=len(kinds), fontsize=9,
+               frameon=False)
     if title: fig.suptitle(title, x=0.01, ha='left', fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.93))
+    fig.tight_layout(rect=(0, 0.05, 1, 0.95 if title else 1))
     return fig

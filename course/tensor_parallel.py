@@ -18,7 +18,10 @@ takes that process's shards. The same code runs on GPUs with NCCL and on a CPU w
   it received, and sends them on.
 
 `matmul` (default torch.matmul) is the multiply each uses, so the course's own kernels can stand in for cuBLAS.
+`Timeline` records, on a GPU, when each piece of `column_parallel_pull`'s work ran on which stream (CUDA events), as
+course.overlap_model's `Work`, so that a measured layer is drawn the way the model draws its prediction.
 """
+import contextlib
 import torch
 import torch.distributed as dist
 
@@ -167,28 +170,62 @@ class PeerShards:
         else: self.handle.barrier()
 
 
-def column_parallel_pull(x, w, shards, chunks=1, matmul=torch.matmul, at_once=False):
+class Timeline:
+    """CUDA events around each piece of a layer's work, each on the stream that runs it, from an event recorded when
+    the Timeline is made (on the current stream: make it just before the call). `work()` waits for the GPU and returns
+    [overlap_model.Work] in µs from that start: 'compute' for the current stream, 'link' for the side streams."""
+    def __init__(self):
+        self.origin, self.pieces = torch.cuda.Event(enable_timing=True), []
+        self.origin.record()
+
+    @contextlib.contextmanager
+    def piece(self, stream_name, label, stream=None):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with _on(stream):
+            start.record()
+            yield
+            end.record()
+        self.pieces.append((stream_name, label, start, end))
+
+    def work(self):
+        from .overlap_model import Work
+        torch.cuda.synchronize()
+        return [Work(name, label, self.origin.elapsed_time(start) * 1e3, self.origin.elapsed_time(end) * 1e3)
+                for name, label, start, end in self.pieces]
+
+
+def _piece(timeline, stream_name, label, stream=None):
+    "timeline.piece(...) where there is a timeline, else only the stream (nothing recorded)."
+    return timeline.piece(stream_name, label, stream) if timeline is not None else _on(stream)
+
+
+def column_parallel_pull(x, w, shards, chunks=1, matmul=torch.matmul, at_once=False, timeline=None):
     """As column_parallel_serial, overlapped with copy engines: every process publishes its rows in `shards` (a
-    PeerShards), then pulls the others' rows chunk by chunk on a side stream, nearest in the ring first, while the
-    current stream multiplies its own rows and then each chunk once it has landed. `at_once`: a side stream per
-    peer, so that the copies from different peers run at the same time (on more of the GPU's copy engines)."""
+    PeerShards), queues the multiply of its own rows, then pulls the others' rows chunk by chunk on a side stream,
+    nearest in the ring first, and multiplies each chunk once it has landed. `at_once`: a side stream per
+    peer, so that the copies from different peers run at the same time (on more of the GPU's copy engines).
+    `timeline` (a Timeline, on a GPU): record when each piece ran."""
     rank, size, _, _ = _ring()
     rows, step = x.shape[0], _split_rows(x.shape[0], chunks)
-    shards.publish(x)
+    with _piece(timeline, 'compute', 'publish and barrier'): shards.publish(x)
     out, gathered = x.new_empty(size * rows, w.shape[1]), x.new_empty(size * rows, x.shape[1])
-    streams = [_side_stream(x) for _ in range(size - 1 if at_once else 1)]
+    streams = [_side_stream(x) for _ in range(size - 1 if at_once else 1)]     # (they wait for the publish only)
+    for c in range(chunks):            # its own rows first: the GPU multiplies while the CPU issues the copies
+        with _piece(timeline, 'compute', f'multiply rows of GPU {rank}, chunk {c}'):
+            _multiply_into(out[rank * rows + c * step:rank * rows + (c + 1) * step], x[c * step:(c + 1) * step], w, matmul)
     landed = {}
     for hop, owner in ((hop, (rank + hop) % size) for hop in range(1, size)):
         comm = streams[(hop - 1) % len(streams)]
         for c in range(chunks):
             first = owner * rows + c * step
-            with _on(comm): gathered[first:first + step].copy_(shards.peers[owner][c * step:(c + 1) * step])
+            with _piece(timeline, 'link', f'rows of GPU {owner}, chunk {c}', comm):
+                gathered[first:first + step].copy_(shards.peers[owner][c * step:(c + 1) * step])
             if comm is not None: landed[first] = torch.cuda.Event(); landed[first].record(comm)
-    for owner in ((rank + hop) % size for hop in range(size)):
+    for owner in ((rank + hop) % size for hop in range(1, size)):
         for c in range(chunks):
             first = owner * rows + c * step
             if first in landed: torch.cuda.current_stream(x.device).wait_event(landed[first])
-            rows_here = x[c * step:(c + 1) * step] if owner == rank else gathered[first:first + step]
-            _multiply_into(out[first:first + step], rows_here, w, matmul)
-    shards.done()
+            with _piece(timeline, 'compute', f'multiply rows of GPU {owner}, chunk {c}'):
+                _multiply_into(out[first:first + step], gathered[first:first + step], w, matmul)
+    with _piece(timeline, 'compute', 'barrier'): shards.done()
     return out

@@ -107,6 +107,22 @@ def _fused_all_gather_matmul(x, w, rank, size):
         return f"torch's fused_all_gather_matmul did not run: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
 
 
+def _course_kernel(rank):
+    """Notebook 14's tuned Hopper kernel (bf16), its tuning kept in a file of this process's own, or the sentence
+    saying why it cannot run here."""
+    import tempfile
+    try:
+        from utils import import_notebook
+        from .hopper_tuning import tuned_matmul
+        nb13 = import_notebook('13')
+        kernel = tuned_matmul(nb13.HOPPER_SOURCE, nb13.MMA_SYNC_FALLBACK,
+                              path=Path(tempfile.gettempdir()) / f'course-tp-tuning-{os.getpid()}-{rank}.json')
+        missing = kernel.unavailable()
+        return kernel if missing is None else f"the course's Hopper kernel did not run: {missing}"
+    except Exception as e:
+        return f"the course's Hopper kernel did not run: {type(e).__name__}: {str(e).splitlines()[0][:160]}"
+
+
 def error_ratio(out, x, w, sums, dtype):
     """The worst |out - X W| over its bound, the product in float64: inputs as given, `sums` roundings of partial sums
     (1 for a layer whose sums are made in one multiply, P for a reduce-scatter's P partials added in the output's
@@ -171,6 +187,14 @@ def _time(args, rank, size, device):
         fused = _fused_all_gather_matmul(x, w, rank, size)
         if callable(fused): runs["torch's fused_all_gather_matmul"] = fused
         elif fused not in notes: notes.append(fused)
+        course = _course_kernel(rank) if args.course_kernel else None
+        if callable(course):                           # the same pull, each chunk multiplied by the course's kernel
+            hopper_shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, device)
+            runs['multiply alone, Hopper kernel'] = lambda: course(x, w_cols)
+            for chunks in [c for c in args.chunks if (m // size) % c == 0]:
+                runs[f"column pull, Hopper kernel, {chunks} chunk(s)"] = \
+                    lambda chunks=chunks: tp.column_parallel_pull(x_rows, w_cols, hopper_shards, chunks, matmul=course)
+        elif course is not None and course not in notes: notes.append(course)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         samples = {kind: {label: [] for label in runs} for kind in ('times', 'queued')}
         for _ in range(3): [fn() for fn in runs.values()]            # warm up: NCCL's connections, cuBLAS's plans
@@ -185,13 +209,21 @@ def _time(args, rank, size, device):
                     took = torch.tensor([start.elapsed_time(end) / calls], device=device)
                     dist.all_reduce(took, op=dist.ReduceOp.MAX)        # a layer ends with its slowest GPU
                     samples[kind][label].append(took.item())
+        timelines = {}                                 # GPU 0's streams during one call of the pull, after the rest
+        for chunks in [c for c in args.chunks if (m // size) % c == 0]:
+            dist.barrier(device_ids=[device.index])
+            torch.cuda.synchronize()
+            timeline = tp.Timeline()
+            tp.column_parallel_pull(x_rows, w_cols, shards, chunks, timeline=timeline)
+            timelines[f"column pull, {chunks} chunk(s)"] = [list(piece) for piece in timeline.work()]
         cpu = {}
         for label, fn in runs.items():                 # what a call costs the CPU (kernels queued, not waited for)
             spent = torch.tensor([cpu_us_per_call(fn, calls=20, warmup=2)], device=device)
             dist.all_reduce(spent, op=dist.ReduceOp.MAX)
             cpu[label] = spent.item()
         results.append({'shape': [m, k, n], **{kind: {label: spread(s)._asdict() for label, s in by_label.items()}
-                                                for kind, by_label in samples.items()}, 'cpu_us': cpu})
+                                                for kind, by_label in samples.items()}, 'cpu_us': cpu,
+                        'timelines': timelines if rank == 0 else {}})
         shards.done()
         del x, w, gathered, runs, shards
         torch.cuda.empty_cache()
@@ -210,6 +242,8 @@ def main(argv=None):
     parser.add_argument('--chunks', type=json.loads, default=[1, 2, 3])
     parser.add_argument('--dtype', default='float32', choices=('float32', 'bfloat16', 'float16'))
     parser.add_argument('--rounds', type=json.loads, default=20)
+    parser.add_argument('--course-kernel', type=json.loads, default=False,
+                        help="also time the pull with notebook 14's tuned Hopper kernel multiplying each chunk")
     args = parser.parse_args(argv)
     rank, size = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
     on_gpus = gpus_here() >= size
@@ -261,6 +295,17 @@ def layer_lines(result):
                 if not label.endswith('serial'): line += f", {verdict(t, serial)} vs serial"
             lines.append(line)
     return lines
+
+
+def measured_work(result, shape, label):
+    """GPU 0's pieces of work in one call of layer `label` ('column pull, 1 chunk(s)', say) on `shape`, as a 'time'
+    result recorded them (course.tensor_parallel.Timeline): [overlap_model.Work], µs from the call's start, for
+    overlap_model.draw_layers beside the model's."""
+    from .overlap_model import Work
+    entry = next(e for e in result['results'] if e['shape'] == list(shape))
+    if label not in entry.get('timelines', {}):
+        raise KeyError(f"no timeline of {label!r} on {shape}: the run recorded {sorted(entry.get('timelines', {}))}")
+    return [Work(*piece) for piece in entry['timelines'][label]]
 
 
 def measured_machine(result, shape, link='all-gather', latency_us=10.0, launch_us=5.0):

@@ -195,3 +195,39 @@ def test_the_measured_machine_reproduces_the_parts_alone():
         machine = measured_machine(timed, (m, k, n), link)
         assert machine.latency_us + (m // 2) * k * 2 / machine.bandwidth == pytest.approx(ms * 1e3)
         assert machine.launch_us + 2 * m * k * (n // 2) / machine.rate == pytest.approx(0.75e3)
+
+
+def test_a_measured_timeline_reads_back_as_work_and_draws_beside_the_model():
+    import matplotlib
+    matplotlib.use('Agg')
+    from course.tp_run import measured_work
+    timed = _fake_timing()
+    pieces = [['compute', 'publish and barrier', 0.0, 20.0], ['link', 'rows of GPU 1, chunk 0', 25.0, 260.0],
+              ['compute', 'multiply rows of GPU 0, chunk 0', 22.0, 400.0], ['compute', 'multiply rows of GPU 1, chunk 0', 401.0, 780.0],
+              ['compute', 'barrier', 781.0, 790.0]]
+    timed['results'][0]['timelines'] = {'column pull, 1 chunk(s)': pieces}
+    work = measured_work(timed, (8192, 8192, 8192), 'column pull, 1 chunk(s)')
+    assert [w.stream for w in work] == ['compute', 'link', 'compute', 'compute', 'compute'] and om.layer_us(work) == 790.0
+    with pytest.raises(KeyError, match='recorded'): measured_work(timed, (8192, 8192, 8192), 'column pull, 2 chunk(s)')
+    fig = om.draw_layers({'model': om.column_parallel(8192, 8192, 8192, 2, MACHINE), 'measured': work})
+    bars = [p for ax in fig.axes for p in ax.patches]
+    assert any(abs(p.get_facecolor()[0] - 0x99 / 255) < 1e-6 for p in bars)          # the barriers in grey
+    assert 'publish, barriers (measured)' in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_time_by_kind_splits_a_layer_into_multiplies_barriers_idle_and_transfers():
+    work = [om.Work('compute', 'publish and barrier', 0.0, 20.0), om.Work('link', 'rows of GPU 1, chunk 0', 25.0, 260.0),
+            om.Work('link', 'rows of GPU 1, chunk 1', 200.0, 300.0), om.Work('compute', 'multiply a', 30.0, 400.0),
+            om.Work('compute', 'multiply b', 450.0, 780.0), om.Work('compute', 'barrier', 781.0, 790.0)]
+    t = om.time_by_kind(work)
+    assert t == {'layer': 790.0, 'multiplies': 700.0, 'publish and barriers': 29.0, 'compute idle': 61.0,
+                 'transfers': 275.0}
+    model = om.time_by_kind(om.column_parallel(8192, 8192, 8192, 2, MACHINE, chunks=2))
+    assert model['publish and barriers'] == 0 and model['multiplies'] + model['compute idle'] == pytest.approx(model['layer'])
+
+
+@pytest.mark.skipif(__import__('torch').cuda.is_available(), reason="checks the sentence given where no Hopper GPU is")
+def test_without_a_hopper_gpu_the_course_kernel_says_why_it_is_left_out():
+    from course.tp_run import _course_kernel
+    said = _course_kernel(0)
+    assert isinstance(said, str) and said.startswith("the course's Hopper kernel did not run")
