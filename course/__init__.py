@@ -59,7 +59,9 @@ own helpers, and imports of what the notebooks use from here.
 | `checked_simulator` | the Python GPU simulator the checker runs Python kernels in: bounds, per-thread traffic, races, deadlocks |
 | `cluster_model` | what notebook 13's steps 4 and 5 buy in memory traffic: the bytes a block asks L2 for with and without TMA multicast, the tiles a persistent round computes in each tile order and the panels of A and B it reads (and a whole run's DRAM reads, estimated), with a drawing of each |
 | `hopper_ladder` | notebook 13's machinery: its kernels' files read back, their pieces shown, a step's variant, listing, wrapper and timing, and one step's line against the step before |
-| `overlap_model` | a layer split over GPUs as two streams of work (transfers and multiplies), serial or a ring in chunks, scheduled on a CPU and drawn |
-| `tensor_parallel` | column- and row-parallel layers with torch.distributed: serial (a collective and a multiply) and as a ring of point-to-point transfers issued from a side stream |
-| `tp_run` | `launch`: the layers run in several processes by torchrun (NCCL on GPUs, gloo on a CPU, NVLink multicast off), checked against float64 or timed, results read back |
+| `overlap_model` | a layer split over GPUs as two streams of work (transfers and multiplies), serial or a ring in chunks, scheduled on a CPU and drawn, a measured layer's streams beside it, and where its time went (`time_by_kind`) |
+| `tensor_parallel` | column- and row-parallel layers with torch.distributed: serial (a collective and a multiply), as a ring of point-to-point transfers issued from a side stream, and pulled by the copy engines (`PeerShards`); `Timeline`, a layer's streams measured with CUDA events |
+| `tp_run` | `launch`: the layers run in several processes by torchrun (NCCL on GPUs, gloo on a CPU, NVLink multicast off), checked against float64 or timed (alone and queued, with GPU 0's timeline), results read back |
+| `consumer_schedules` | notebook 14's step 10: two consumer warpgroups sharing the tensor cores, cooperative or ping-pong, played out in time and drawn |
+| `torch_matmul` | `as_torch_matmul`: a 2-D kernel made a drop-in for torch.matmul on 2-D and 3-D float32 tensors (batches, broadcasting, views), and `plan`, the products and copies a call makes |
 """
