@@ -78,7 +78,7 @@ def as_torch_matmul(kernel):
         if p.products == 0: return torch.zeros(p.out_shape, dtype=torch.float32, device=a.device)
         if a.dim() == 2 and b.dim() == 2: return kernel(rows_of(a), rows_of(b))
         if p.folded:
-            rows = a.reshape(-1, a.shape[2])                    # a view where A is contiguous, else a copy
+            rows = a.reshape(-1, a.shape[2])        # a view where it can be (not always row-major: a batch of 1)
             return kernel(rows_of(rows), rows_of(b)).view(p.out_shape)
         out = torch.empty(p.out_shape, dtype=torch.float32, device=a.device)
         for i in range(p.out_shape[0]):

@@ -62,12 +62,16 @@ def _mine(total, rank, size):
     return slice(rank * total // size, (rank + 1) * total // size)
 
 
+def _chunk_counts(rows, size, chunk_counts):
+    "The counts of `chunk_counts` that split a process's rows (rows / size) into whole chunks."
+    return [chunks for chunks in chunk_counts if (rows // size) % chunks == 0]
+
+
 def _layer_runs(rows, size, chunk_counts):
     """(layer, chunks) for every layer of LAYERS: the chunked ones once per count of `chunk_counts` that splits a
-    process's rows (rows / size) into whole chunks, the others once."""
+    process's rows into whole chunks (_chunk_counts), the others once."""
     for name in LAYERS:
-        for chunks in (chunk_counts if name in CHUNKED else [1]):
-            if (rows // size) % chunks == 0: yield name, chunks
+        for chunks in (_chunk_counts(rows, size, chunk_counts) if name in CHUNKED else [1]): yield name, chunks
 
 
 def _prepare(name, x, w, rank, size, chunks):
@@ -110,7 +114,6 @@ def _fused_all_gather_matmul(x, w, rank, size):
 def _course_kernel(rank):
     """Notebook 14's tuned Hopper kernel (bf16), its tuning kept in a file of this process's own, or the sentence
     saying why it cannot run here."""
-    import tempfile
     try:
         from utils import import_notebook
         from .hopper_tuning import tuned_matmul
@@ -191,7 +194,7 @@ def _time(args, rank, size, device):
         if callable(course):                           # the same pull, each chunk multiplied by the course's kernel
             hopper_shards = tp.PeerShards(*x_rows.shape, x_rows.dtype, device)
             runs['multiply alone, Hopper kernel'] = lambda: course(x, w_cols)
-            for chunks in [c for c in args.chunks if (m // size) % c == 0]:
+            for chunks in _chunk_counts(m, size, args.chunks):
                 runs[f"column pull, Hopper kernel, {chunks} chunk(s)"] = \
                     lambda chunks=chunks: tp.column_parallel_pull(x_rows, w_cols, hopper_shards, chunks, matmul=course)
         elif course is not None and course not in notes: notes.append(course)
@@ -210,7 +213,7 @@ def _time(args, rank, size, device):
                     dist.all_reduce(took, op=dist.ReduceOp.MAX)        # a layer ends with its slowest GPU
                     samples[kind][label].append(took.item())
         timelines = {}                                 # GPU 0's streams during one call of the pull, after the rest
-        for chunks in [c for c in args.chunks if (m // size) % c == 0]:
+        for chunks in _chunk_counts(m, size, args.chunks):
             dist.barrier(device_ids=[device.index])
             torch.cuda.synchronize()
             timeline = tp.Timeline()
@@ -264,6 +267,11 @@ def _spread_of(entry):
     return Spread(entry['median'], entry['q1'], entry['q3'], tuple(entry.get('samples', ())))
 
 
+def shape_entry(result, shape):
+    "The entry of a 'time' result for one shape (m, k, n)."
+    return next(e for e in result['results'] if e['shape'] == list(shape))
+
+
 def timings(entry, kind=None):
     """{label: Spread} of one shape's entry of a 'time' result: `kind` 'queued' (calls back to back, per call) or
     'times' (a call alone from an idle GPU); unless said, 'queued' where the result has it."""
@@ -302,7 +310,7 @@ def measured_work(result, shape, label):
     result recorded them (course.tensor_parallel.Timeline): [overlap_model.Work], µs from the call's start, for
     overlap_model.draw_layers beside the model's."""
     from .overlap_model import Work
-    entry = next(e for e in result['results'] if e['shape'] == list(shape))
+    entry = shape_entry(result, shape)
     if label not in entry.get('timelines', {}):
         raise KeyError(f"no timeline of {label!r} on {shape}: the run recorded {sorted(entry.get('timelines', {}))}")
     return [Work(*piece) for piece in entry['timelines'][label]]
@@ -316,7 +324,7 @@ def measured_machine(result, shape, link='all-gather', latency_us=10.0, launch_u
     at 0 too, so that where the measured layer is slower than this model, the difference is what sharing costs."""
     from .overlap_model import Machine
     p = result['processes']
-    entry = next(e for e in result['results'] if e['shape'] == list(shape))
+    entry = shape_entry(result, shape)
     m, k, n = shape
     label = {'all-gather': 'all-gather of X alone', 'pull': 'pull of X alone (copy engines)',
              'pull at once': 'pull of X alone, peers at once'}[link]

@@ -7,6 +7,7 @@ the watchdog looks at every thread that is inside the learner's cells, names the
 learner's code. Barriers the runners registered with `on_stop` are broken, so no thread waits forever.
 Leaving the `with` then raises `KernelTimeout` with the sentence."""
 import ast, ctypes, linecache, sys, threading, time
+from pathlib import Path
 
 from ..checked_simulator import KernelFault
 from .learner_code import LEARNER_FILES, where
@@ -47,7 +48,7 @@ def enclosing_loop(filename, lineno):
     return best.lineno, linecache.getline(filename, best.lineno).strip()
 
 
-COURSE_DIR = __file__.rsplit('/exercises/', 1)[0]
+COURSE_DIR = str(Path(__file__).parents[1])      # the course package's folder, as its frames name it
 
 
 def interruptible(ident):
