@@ -63,5 +63,5 @@ own helpers, and imports of what the notebooks use from here.
 | `tensor_parallel` | column- and row-parallel layers with torch.distributed: serial (a collective and a multiply), as a ring of point-to-point transfers issued from a side stream, and pulled by the copy engines (`PeerShards`); `Timeline`, a layer's streams measured with CUDA events |
 | `tp_run` | `launch`: the layers run in several processes by torchrun (NCCL on GPUs, gloo on a CPU, NVLink multicast off), checked against float64 or timed (alone and queued, with GPU 0's timeline), results read back |
 | `consumer_schedules` | notebook 14's step 10: two consumer warpgroups sharing the tensor cores, cooperative or ping-pong, played out in time and drawn |
-| `torch_matmul` | `as_torch_matmul`: a 2-D kernel made a drop-in for torch.matmul on 2-D and 3-D float32 tensors (batches, broadcasting, views), and `plan`, the products and copies a call makes |
+| `torch_matmul` | `DropInMatmul`: notebook 17's kernel (or a stand-in) as torch.matmul for 2-D and 3-D float32 tensors (layouts read where they lie, a batch in one launch, broadcasting, padded copies where chosen), `plan`, how a call runs, and `DROP_IN_LAUNCHER`, the kernel's launcher |
 """

@@ -4,8 +4,9 @@
 
 Notebooks 10 to 15 and `bench/bench.py` compile their kernels when they first need them, one after another: on a
 fresh machine notebook 15 spends minutes compiling before it times anything. This compiles notebook 10's search
-space, its every-shape kernels and ladder, notebook 12's tensor-core search spaces, notebook 13's Hopper steps and
-notebook 14's tuning candidates and TF32 kernel all at once, on every CPU core (a bar shows the progress), into the compile cache that the notebooks read
+space, its every-shape kernels and ladder, notebook 12's tensor-core search spaces, notebook 13's Hopper steps,
+notebook 14's tuning candidates and TF32 kernel and notebook 17's drop-in kernel in every layout all at once, on
+every CPU core (a bar shows the progress), into the compile cache that the notebooks read
 (`$COURSE_CUDA_CACHE`, else ~/.cache/cuda-course). Variants already in the cache cost nothing. It needs nvcc, not a
 GPU: without a GPU the kernels are compiled for an H100 (sm_90; notebook 13's steps for sm_90a), which a machine
 with an H100 then finds in the cache. `--extensions` also builds the lecture-style torch extensions of notebooks 01 and
@@ -19,12 +20,13 @@ if str(ROOT) not in sys.path: sys.path.insert(0, str(ROOT))      # the course's 
 
 
 def course_variants():
-    "Every TemplateVariant notebooks 10 to 13 export for their timings, each once."
+    "Every TemplateVariant notebooks 10 to 14 and 17 export for their timings, each once."
     from utils import import_notebook
     nb10, nb11, nb12, nb13 = (import_notebook(n) for n in ('10', '11', '12', '13'))
     variants = [*nb10.SEARCH_SPACE, *nb11.EVERY_SHAPE_SPACE, *(k for k in nb10.ladder().values() if hasattr(k, 'build')),
                 *nb12.search_space('bf16'), *nb12.search_space('tf32'), nb13.MMA_SYNC_FALLBACK,
-                *(h.kernel for h in nb13.hopper_ladder().values()), *hopper_every_shape_variants(nb13)]
+                *(h.kernel for h in nb13.hopper_ladder().values()), *hopper_every_shape_variants(nb13),
+                *drop_in_variants(import_notebook('17'), nb11)]
     unique = {}
     for v in variants: unique.setdefault(v.source, v)          # the same source is one compile
     return list(unique.values())
@@ -41,6 +43,16 @@ def hopper_every_shape_variants(nb13):
             specialized_variant(nb13.HOPPER_SOURCE, BN=128, STAGES=6, IN_FLIGHT=True),     # step 10's cooperative rival
             *(nb13.hopper_kernel(step, IN_FLIGHT=True) for step in SPECIALIZED_STEPS),
             *(tf32_variant(nb13.HOPPER_SOURCE, BM=bm, CLUSTER=c) for bm in (256, 128) for c in (1, 2))]
+
+
+def drop_in_variants(nb17, nb11):
+    """Notebook 17's drop-in kernel for every tile of notebook 11's tuner and every layout of A and B (32-bit offsets:
+    the 64-bit kernels, for matrices of 2^31 elements or more, compile when first needed), and its steps' kernels."""
+    tile = dict(nb11.WARP_TILE, MIN_BLOCKS=2, GROUP=8)
+    return [*(nb17.drop_in_variant(a_t, b_t, False, **t) for a_t in (False, True) for b_t in (False, True)
+              for t in nb11.EVERY_SHAPE_TILES),
+            nb17.step_variant(nb17.EITHER_LAYOUT, **tile), nb17.step_variant(nb17.WIDE_OFFSETS, **tile),
+            nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **tile), nb17.drop_in_variant(False, False, True, **tile)]
 
 
 def main(argv=None):
