@@ -90,9 +90,8 @@ def stored_transposed(t):
     return None
 
 
-def _as_read(t):
-    "t as the kernel reads it (an Operand), and whether it was copied."
-    transposed = stored_transposed(t)
+def _as_read(t, transposed):
+    "t as the kernel reads it (an Operand), and whether it was copied (`transposed`: stored_transposed(t))."
     copied = transposed is None
     if copied: t, transposed = t.contiguous(), False
     return Operand(t, transposed, 0 if t.dim() == 2 or t.shape[0] == 1 else t.stride(0)), copied
@@ -104,17 +103,18 @@ def _prepared(a, b):
     batch = batch_b if batch_a is None or batch_a == 1 and batch_b is not None else batch_a   # broadcast
     out_shape = (m, n) if batch is None else (batch, m, n)
     if 0 in (m, n, k) or batch == 0: return Plan(out_shape, 0, m, k, n, False, False, (), False), None, None
-    fold = (batch_a is not None and batch_b is None and stored_transposed(a) is False
+    a_transposed, b_transposed = stored_transposed(a), stored_transposed(b)
+    fold = (batch_a is not None and batch_b is None and a_transposed is False
             and (a.shape[0] == 1 or a.stride(0) == m * k))
     if fold: a, m = a.reshape(batch_a * m, k), batch_a * m          # a view: the entries lie one after another
     launched = 1 if fold or batch is None else batch
     wide = max(m * k, k * n, m * n) >= 2**31
-    a_rows = MAX_TRANSPOSED_A_ROWS if stored_transposed(a) else 2**31 - 1
+    a_rows = MAX_TRANSPOSED_A_ROWS if a_transposed else 2**31 - 1
     for what, size, most in (('k', k, MAX_ROW), ('n', n, MAX_ROW), ('m', m, a_rows)):      # checked before any copy
         if wide and size > most:
             _refuse(f"{what} = {size} is over {most} in a matrix of 2^31 elements or more: the kernel's offsets "
                     "inside a tile are 32-bit")
-    (ra, copied_a), (rb, copied_b) = _as_read(a), _as_read(b)
+    (ra, copied_a), (rb, copied_b) = _as_read(a, a_transposed), _as_read(b, b_transposed)
     copies = tuple(name for name, copied in (('A', copied_a), ('B', copied_b)) if copied)
     return Plan(out_shape, launched, m, k, n, ra.transposed, rb.transposed, copies, fold, wide), ra, rb
 
@@ -219,22 +219,24 @@ def batch_chunk(m):
 
 def gpu_kernel(variant):
     """The kernel function of DropInMatmul for notebook 17's kernel on a GPU: `variant(a_transposed, b_transposed,
-    wide, **params)` returns the TemplateVariant (built with DROP_IN_LAUNCHER) for the choice's parameters (tile sizes,
-    MIN_BLOCKS, GROUP; `splits` and `padded` are the call's). What a call finds once, the compiled library and the
+    wide, batched, **params)` returns the TemplateVariant (built with DROP_IN_LAUNCHER) for the choice's parameters
+    (tile sizes, MIN_BLOCKS, GROUP; `splits` and `padded` are the call's), for matrices of 2^31 elements or more
+    (wide) and for a batch of more than one product (batched). What a call finds once, the compiled library and the
     pieces of K, it keeps: on a small product the CPU's microseconds per call are the time (notebook 11)."""
     from .cuda_library import current_stream_handle
     built, pieces_of = {}, {}
 
     def kernel(a, b, out, p, choice):
-        key = (a.transposed, b.transposed, p.wide, tuple(choice.items()))
+        # (Found by the choice's id: a kept entry holds its choice, so that id cannot be another dict's while kept.)
+        key = (a.transposed, b.transposed, p.wide, p.batch > 1, id(choice))
         found = built.get(key)
-        if found is None:
+        if found is None or found[3] is not choice:
             params = {k: v for k, v in choice.items() if k not in ('splits', 'padded', 'vector')}
-            module = variant(a.transposed, b.transposed, p.wide, **params).build()._module
-            found = built[key] = (module, module.unchecked('matmul_batched'), choice.get('splits', 1))
-        module, launch, splits = found
-        pieces = pieces_of.get((key, p.k))
-        if pieces is None: pieces = pieces_of[key, p.k] = module.pieces_of_k(p.k, splits)
+            module = variant(a.transposed, b.transposed, p.wide, p.batch > 1, **params).build()._module
+            found = built[key] = (module, module.unchecked('matmul_batched'), choice.get('splits', 1), choice)
+        module, launch, splits, _ = found
+        pieces = pieces_of.get((module, splits, p.k))
+        if pieces is None: pieces = pieces_of[module, splits, p.k] = module.pieces_of_k(p.k, splits)
         device = out.get_device()
         stream = current_stream_handle(device)
         entries = min(p.batch, batch_chunk(p.m))

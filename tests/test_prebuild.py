@@ -18,7 +18,7 @@ def test_prebuild_lists_every_kernel_the_notebooks_time_once(prebuild):
     assert len(sources) == len(set(sources))                              # one compile per source
     nb10, nb11, nb13, nb17 = (utils.import_notebook(n) for n in ('10', '11', '13', '17'))
     for v in [*nb11.EVERY_SHAPE_SPACE, *nb10.SEARCH_SPACE, nb13.MMA_SYNC_FALLBACK,
-              *(nb17.drop_in_variant(True, False, False, **tile) for tile in nb11.EVERY_SHAPE_TILES),
+              *(nb17.drop_in_variant(True, False, False, True, **tile) for tile in nb11.EVERY_SHAPE_TILES),
               *(h.kernel for h in nb13.hopper_ladder().values())]:
         assert v.source in sources, v
     assert len(variants) > 200

@@ -20,8 +20,7 @@ def read_as_the_kernel_does(op, batch, rows, cols):
     the first, stored rows x cols row-major, or cols x rows where op.transposed (torch.as_strided refuses a read past
     the tensor's storage)."""
     t = op.tensor
-    assert t.dtype == torch.float32 and op.batch_stride >= 0 and (batch == 1 or op.batch_stride > 0 or t.dim() == 2
-                                                                   or t.shape[0] == 1)
+    assert t.dtype == torch.float32 and op.batch_stride >= 0
     stored = (cols, rows) if op.transposed else (rows, cols)
     x = torch.as_strided(t, (batch, *stored), (op.batch_stride, stored[1], 1), t.storage_offset())
     return x.transpose(1, 2) if op.transposed else x
@@ -41,13 +40,15 @@ class EmulatedKernel:
 
 
 def operand(draw, batch, rows, cols, layout):
-    "A float32 tensor of (batch,) rows x cols in a drawn layout: row-major, transposed, a slice of columns, or every other entry."
+    """A float32 tensor of (batch,) rows x cols in a drawn layout: row-major, transposed, a slice of columns, every other
+    entry, off 16 bytes, or one entry expanded to the batch."""
     shape = ((batch,) if batch is not None else ()) + (rows, cols)
     x = torch.randn(shape, generator=torch.Generator().manual_seed(draw(st.integers(0, 2**16))))
     if layout == 'transposed': return x.transpose(-1, -2).contiguous().transpose(-1, -2)
     if layout == 'sliced': return torch.cat([x, torch.zeros(shape[:-1] + (3,))], dim=-1)[..., :cols]
     if layout == 'every other entry' and batch is not None: return torch.stack([x, x + 1], dim=1).flatten(0, 1)[::2]
     if layout == 'offset': return torch.cat([torch.zeros(1), x.flatten()])[1:].view(shape)   # not on 16 bytes
+    if layout == 'expanded' and batch is not None: return x[:1].expand(shape)               # a batch stride of 0
     return x
 
 
@@ -58,7 +59,7 @@ def problems(draw, most=9):
     batch = draw(st.integers(1, 4))
     batch_a = (draw(st.sampled_from([batch, 1])) if dims_a == 3 else None)
     batch_b = (draw(st.sampled_from([batch, 1])) if dims_b == 3 else None)
-    layouts = st.sampled_from(['rows', 'transposed', 'sliced', 'every other entry', 'offset'])
+    layouts = st.sampled_from(['rows', 'transposed', 'sliced', 'every other entry', 'offset', 'expanded'])
     return operand(draw, batch_a, m, k, draw(layouts)), operand(draw, batch_b, k, n, draw(layouts))
 
 
@@ -203,6 +204,19 @@ def test_every_layout_with_k_in_pieces_on_a_gpu(layout, splits):
 
 
 @gpu
+@pytest.mark.parametrize('layout', ['rows', 'A.T', 'B.T', 'both'])
+def test_one_row_or_one_column_in_every_layout_on_a_gpu(layout):
+    mm = drop_in().matmul
+    g = torch.Generator(device='cuda').manual_seed(7)
+    for m, k, n in ((3001, 4099, 1), (1, 4099, 3001), (1, 8, 1), (8192, 64, 1), (1, 64, 333)):
+        a = torch.randn(k, m, device='cuda', generator=g).T if layout in ('A.T', 'both') else torch.randn(m, k, device='cuda', generator=g)
+        b = torch.randn(n, k, device='cuda', generator=g).T if layout in ('B.T', 'both') else torch.randn(k, n, device='cuda', generator=g)
+        same_as_torch(mm, a, b, tolerance=1e-5)
+        same_as_torch(mm, a[None].expand(3, -1, -1), b, tolerance=1e-5)                       # a batch with stride 0
+    same_as_torch(mm, torch.randn(70000, 1, 6, device='cuda'), torch.randn(70000, 6, 3, device='cuda'), tolerance=1e-5)
+
+
+@gpu
 def test_batches_past_the_grids_65535_entries():
     a, b = torch.randn(70000, 3, 5, device='cuda'), torch.randn(70000, 5, 2, device='cuda').transpose(1, 2).contiguous().transpose(1, 2)
     same_as_torch(drop_in().matmul, a, b, tolerance=1e-5)
@@ -218,9 +232,11 @@ def test_a_matrix_of_more_than_2_to_the_31_elements():
     out = drop_in().matmul(a, b)
     for rows in (slice(0, 64), slice(m - 64, m), slice(2**15, 2**15 + 64)):     # rows past 2^31 / k checked
         torch.testing.assert_close(out[rows], (a[rows].double() @ b.double()).float(), rtol=tolerance, atol=tolerance)
-    at = a[:, :1024].T                                         # a transposed view: 1024 x 65539 stored, M past 2^16
-    torch.testing.assert_close(drop_in().matmul(at.contiguous().T.T, b[:m]), (at.double() @ b[:m].double()).float(),
-                               rtol=1e-4 * m / 500, atol=1e-4 * m / 500)
+    bt = torch.randn(m, n, device='cuda')                     # A stored transposed: a.T, 32771 x 65539, K = 65539
+    out = drop_in().matmul(a.T, bt)
+    for rows in (slice(0, 64), slice(k - 64, k)):
+        torch.testing.assert_close(out[rows], (a.T[rows].double() @ bt.double()).float(), rtol=1e-4 * m / 500,
+                                   atol=1e-4 * m / 500)
 
 
 @gpu

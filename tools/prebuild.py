@@ -46,13 +46,14 @@ def hopper_every_shape_variants(nb13):
 
 
 def drop_in_variants(nb17, nb11):
-    """Notebook 17's drop-in kernel for every tile of notebook 11's tuner and every layout of A and B (32-bit offsets:
-    the 64-bit kernels, for matrices of 2^31 elements or more, compile when first needed), and its steps' kernels."""
+    """Notebook 17's drop-in kernel for every tile of notebook 11's tuner, every layout of A and B, one product and a
+    batch (32-bit offsets: the 64-bit kernels, for matrices of 2^31 elements or more, compile when first needed), and
+    its steps' kernels."""
     tile = dict(nb11.WARP_TILE, MIN_BLOCKS=2, GROUP=8)
-    return [*(nb17.drop_in_variant(a_t, b_t, False, **t) for a_t in (False, True) for b_t in (False, True)
-              for t in nb11.EVERY_SHAPE_TILES),
+    return [*(nb17.drop_in_variant(a_t, b_t, False, batched, **t) for a_t in (False, True) for b_t in (False, True)
+              for batched in (False, True) for t in nb11.EVERY_SHAPE_TILES),
             nb17.step_variant(nb17.EITHER_LAYOUT, **tile), nb17.step_variant(nb17.WIDE_OFFSETS, **tile),
-            nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **tile), nb17.drop_in_variant(False, False, True, **tile)]
+            nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **tile), nb17.drop_in_variant(False, False, True, False, **tile)]
 
 
 def main(argv=None):

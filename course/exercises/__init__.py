@@ -25,7 +25,7 @@ from collections import Counter
 from .learner_code import jupyter_work, notebook_work, run_cells, solution_file, solution_work
 from .registry import EXERCISES, exercise   # noqa: F401 (exercise: the lessons register with it)
 from .verdict import NOT_CHECKED, NOT_YET, OUTCOMES, PASSED, NotYet, Report   # noqa: F401
-from . import lesson_01, lesson_02, lesson_03, lesson_04, lesson_05, lesson_06, lesson_07, lesson_08, lesson_09, lesson_10, lesson_11, lesson_12, lesson_13, lesson_14, lesson_16  # noqa: E401,F401  (register every exercise)
+from . import lesson_01, lesson_02, lesson_03, lesson_04, lesson_05, lesson_06, lesson_07, lesson_08, lesson_09, lesson_10, lesson_11, lesson_12, lesson_13, lesson_14, lesson_16, lesson_17  # noqa: E401,F401  (register every exercise)
 
 
 def gpu_here():
