@@ -44,7 +44,7 @@ class Plan(NamedTuple):
     b_transposed: bool
     copies: tuple           # 'A' and/or 'B' where an operand is copied into row-major order first
     folded: bool            # a 3-D A's batch folded into rows (one product for the whole batch)
-    wide: bool = False      # a matrix of an entry (A, B or C) has 2^31 elements or more: the kernel's 64-bit rows
+    wide: bool = False      # a matrix of an entry (A, B, or C with rows padded to 4) has 2^31 elements or more
 
 
 class Operand(NamedTuple):
@@ -108,7 +108,7 @@ def _prepared(a, b):
             and (a.shape[0] == 1 or a.stride(0) == m * k))
     if fold: a, m = a.reshape(batch_a * m, k), batch_a * m          # a view: the entries lie one after another
     launched = 1 if fold or batch is None else batch
-    wide = max(m * k, k * n, m * n) >= 2**31
+    wide = max(m * k, k * n, m * padded_widths(k, n)[1]) >= 2**31     # C's rows as split-K's workspace holds them
     a_rows = MAX_TRANSPOSED_A_ROWS if a_transposed else 2**31 - 1
     for what, size, most in (('k', k, MAX_ROW), ('n', n, MAX_ROW), ('m', m, a_rows)):      # checked before any copy
         if wide and size > most:

@@ -155,6 +155,13 @@ def test_empty_dimensions_give_torchs_zeros_or_empty_results():
     assert mm(torch.randn(0, 2, 5), torch.randn(0, 5, 4)).shape == (0, 2, 4)
 
 
+def test_64_bit_rows_where_a_matrix_or_the_padded_workspace_passes_2_to_the_31():
+    rows = torch.empty(2**20, 8, device='meta')
+    assert plan(rows, torch.empty(8, 2044, device='meta')).wide is False       # C: 2^20 x 2044, under 2^31
+    assert plan(rows, torch.empty(8, 2045, device='meta')).wide is True        # its rows padded to 2048 in split-K
+    assert plan(torch.empty(2**16, 2**15, device='meta'), torch.empty(2**15, 1, device='meta')).wide is True   # A: 2^31
+
+
 def test_batch_chunks_fit_the_grid_and_an_int_of_rows():
     assert batch_chunk(1) == 65535 and batch_chunk(2**20) == 2047 and batch_chunk(2**31 - 1) == 1
 
