@@ -5,8 +5,8 @@
 - 2-D @ 2-D: one product;
 - 3-D @ 2-D (a batch of A times one B, as a layer applies its weights to a batch of sequences): where A's entries lie
   row after row, one after another, the batch is folded into A's rows, one product of (batch x m) x k @ k x n;
-- otherwise a batch (2-D @ 3-D, 3-D @ 3-D, or a 3-D A that cannot be folded): one launch for every entry, a batch of 1
-  (or a 2-D operand) broadcast against the other's with a batch stride of 0;
+- otherwise a batch (2-D @ 3-D, 3-D @ 3-D, or a 3-D A that cannot be folded): one kernel call for the whole batch,
+  a batch of 1 (or a 2-D operand) broadcast against the other's with a batch stride of 0;
 - an empty dimension: torch's result (a K of 0 gives zeros).
 
 The kernel reads each operand where it lies, with no copy, when each matrix of it is row-major or column-major (a
