@@ -90,19 +90,22 @@ def stored_transposed(t):
     return None
 
 
-def _as_read(t, transposed):
-    "t as the kernel reads it (an Operand), and whether it was copied (`transposed`: stored_transposed(t))."
-    copied = transposed is None
-    if copied: t, transposed = t.contiguous(), False
-    return Operand(t, transposed, 0 if t.dim() == 2 or t.shape[0] == 1 else t.stride(0)), copied
+class _Reading(NamedTuple):
+    "How a call reads its inputs, found once per layout (shapes, strides, dtypes, devices) and kept."
+    plan: Plan
+    fold: bool              # A reshaped to its rows first
+    copy_a: bool            # made row-major first
+    copy_b: bool
+    stride_a: int           # the batch strides, as the Operands take them
+    stride_b: int
 
 
-def _prepared(a, b):
-    "The Plan and the two Operands of matmul(a, b) (None for an empty result)."
+def _reading(a, b):
+    "The _Reading of matmul(a, b), its inputs checked."
     batch_a, batch_b, m, k, n = _check(a, b)
     batch = batch_b if batch_a is None or batch_a == 1 and batch_b is not None else batch_a   # broadcast
     out_shape = (m, n) if batch is None else (batch, m, n)
-    if 0 in (m, n, k) or batch == 0: return Plan(out_shape, 0, m, k, n, False, False, (), False), None, None
+    if 0 in (m, n, k) or batch == 0: return _Reading(Plan(out_shape, 0, m, k, n, False, False, (), False), 0, 0, 0, 0, 0)
     a_transposed, b_transposed = stored_transposed(a), stored_transposed(b)
     fold = (batch_a is not None and batch_b is None and a_transposed is False
             and (a.shape[0] == 1 or a.stride(0) == m * k))
@@ -114,9 +117,25 @@ def _prepared(a, b):
         if wide and size > most:
             _refuse(f"{what} = {size} is over {most} in a matrix of 2^31 elements or more: the kernel's offsets "
                     "inside a tile are 32-bit")
-    (ra, copied_a), (rb, copied_b) = _as_read(a, a_transposed), _as_read(b, b_transposed)
-    copies = tuple(name for name, copied in (('A', copied_a), ('B', copied_b)) if copied)
-    return Plan(out_shape, launched, m, k, n, ra.transposed, rb.transposed, copies, fold, wide), ra, rb
+    strides = [0 if t.dim() == 2 or t.shape[0] == 1 else (t.shape[1] * t.shape[2] if layout is None else t.stride(0))
+               for t, layout in ((a, a_transposed), (b, b_transposed))]            # a copy's entries lie one after another
+    copies = tuple(name for name, layout in (('A', a_transposed), ('B', b_transposed)) if layout is None)
+    p = Plan(out_shape, launched, m, k, n, bool(a_transposed), bool(b_transposed), copies, fold, wide)
+    return _Reading(p, fold, 'A' in copies, 'B' in copies, *strides)
+
+
+def _operands(a, b, r):
+    "The two Operands of a call read as `r` says."
+    if r.fold: a = a.reshape(-1, a.shape[-1])                 # a view: the entries lie one after another
+    if r.copy_a: a = a.contiguous()
+    if r.copy_b: b = b.contiguous()
+    return Operand(a, r.plan.a_transposed, r.stride_a), Operand(b, r.plan.b_transposed, r.stride_b)
+
+
+def _prepared(a, b):
+    "The Plan and the two Operands of matmul(a, b) (None for an empty result)."
+    r = _reading(a, b)
+    return (r.plan, None, None) if r.plan.batch == 0 else (r.plan, *_operands(a, b, r))
 
 
 def plan(a, b):
@@ -143,13 +162,26 @@ def padded(a, b):
 class DropInMatmul:
     """torch.matmul's result for 2-D and 3-D float32 tensors, by `kernel` (see the module), with what `choose(h, k, w)`
     returns for an h x k @ k x w product (a batch counted as batch x h rows)."""
+    KEPT = 1024             # readings kept (by layout): a call of a layout seen before skips finding it again
+
     def __init__(self, kernel, choose=None):
-        self.kernel, self.choose = kernel, choose
+        self.kernel, self.choose, self._readings = kernel, choose, {}
 
     def __call__(self, a, b):
         import torch
-        p, ra, rb = _prepared(a, b)
+        try:
+            key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device, b.device,
+                   (a.requires_grad or b.requires_grad) and torch.is_grad_enabled())
+            r = self._readings.get(key)
+        except (AttributeError, TypeError): key = r = None      # not tensors: _reading says so
+        if r is None:
+            r = _reading(a, b)
+            if key is not None:
+                if len(self._readings) >= self.KEPT: self._readings.clear()
+                self._readings[key] = r
+        p = r.plan
         if p.batch == 0: return torch.zeros(p.out_shape, dtype=torch.float32, device=a.device)
+        ra, rb = _operands(a, b, r)
         choice = self.choose(p.batch * p.m, p.k, p.n) if self.choose else None
         pad = isinstance(choice, dict) and choice.get('padded') and not rows_aligned(p, ra, rb)
         if pad: (q, ra, rb), n = _prepared(*padded(a, b)), p.n      # the same choice, on the padded copies

@@ -76,9 +76,22 @@ def same_as_torch(matmul, a, b, tolerance=1e-6):
 @given(problems(), st.booleans())
 def test_every_layout_and_batch_gives_torch_matmuls_result(ab, padded):
     kernel = EmulatedKernel()
-    same_as_torch(DropInMatmul(kernel, lambda h, k, w: {'padded': padded}), *ab)
+    mm = DropInMatmul(kernel, lambda h, k, w: {'padded': padded})
+    same_as_torch(mm, *ab)
     p = plan(*ab)
-    assert kernel.launches == (p.batch > 0)                 # one launch, whatever the batch, or none for an empty result
+    assert kernel.launches == (p.batch > 0)                 # one kernel call, whatever the batch, none for an empty result
+    same_as_torch(mm, *(t.as_strided(t.shape, t.stride(), t.storage_offset()) for t in ab))   # new views, a layout seen
+
+
+def test_a_layout_seen_before_is_read_the_same_with_other_tensors():
+    mm = DropInMatmul(EmulatedKernel())
+    for seed in range(3):
+        g = torch.Generator().manual_seed(seed)
+        a = torch.randn(2, 7, 5, generator=g).transpose(1, 2)            # entries stored transposed
+        b = torch.randn(7, 9, generator=g)[:, :4]                          # a slice of columns: copied
+        same_as_torch(mm, a, b)
+        same_as_torch(mm, torch.randn(5, 7, generator=g).T, torch.randn(5, 4, generator=g))   # 2-D, A transposed
+    assert len(mm._readings) == 2
 
 
 def wrong_wrappers():
