@@ -279,3 +279,33 @@ def draw_opcode_counts(counts, opcodes=None, title=None, xlabel='instructions in
     fig.tight_layout()
     plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
+
+
+def draw_stored_tile(rows=6, cols=10, r0=2, c0=4, tile_rows=3, tile_cols=4):
+    """Where a tile of a rows x cols matrix A lies in memory, two ways: A stored row-major (rows x cols in memory) and
+    stored transposed (cols x rows in memory: A.T of a row-major matrix). Each panel draws memory as the stored matrix,
+    row after row, every cell holding its element's offset from the first; the tile_rows x tile_cols tile of A at
+    (r0, c0) is marked in both (patches with gid 'tile'), a block of stored rows either way, its rows along A's rows in
+    one and along A's columns in the other (notebook 17, step 1)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    fig, axs = plt.subplots(1, 2, figsize=(12, 3.6), gridspec_kw={'width_ratios': [cols, rows + 2]})
+    layouts = ((f"A stored row-major: memory holds {rows} rows of {cols} (A's rows)", False),
+               (f"A stored transposed: memory holds {cols} rows of {rows} (A's columns)", True))
+    for ax, (title, transposed) in zip(axs, layouts):
+        stored_rows, stored_cols = (cols, rows) if transposed else (rows, cols)
+        for sr in range(stored_rows):
+            for sc in range(stored_cols):
+                r, c = (sc, sr) if transposed else (sr, sc)          # the element of A in this memory cell
+                inside = r0 <= r < r0 + tile_rows and c0 <= c < c0 + tile_cols
+                ax.add_patch(Rectangle((sc, sr), 1, 1, facecolor='tab:orange' if inside else 'white', edgecolor='0.6',
+                                       lw=0.5, gid='tile' if inside else None))
+                ax.text(sc + 0.5, sr + 0.5, str(sr * stored_cols + sc), ha='center', va='center', fontsize=7,
+                        gid=f'offset {r},{c}')
+        ax.set_xlim(0, stored_cols); ax.set_ylim(stored_rows, 0); ax.set_aspect('equal'); ax.axis('off')
+        ax.set_title(title, fontsize=10)
+    fig.suptitle(f"A's {tile_rows} x {tile_cols} tile at ({r0}, {c0}), marked where it lies; each cell: its offset in memory",
+                 fontsize=11)
+    fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
+    return fig

@@ -223,3 +223,19 @@ def test_opcode_chart_refuses_variants_that_count_different_kinds():
         draw_opcode_counts({'a': {'fma': 1, 'bra': 2}, 'b': {'fma': 1}})
     with pytest.raises(ValueError):
         draw_opcode_counts({})
+
+
+def test_a_tile_is_marked_where_it_lies_in_either_layout():
+    from course.drawings import draw_stored_tile
+    rows, cols, r0, c0, tr, tc = 6, 10, 2, 4, 3, 4
+    fig = draw_stored_tile(rows, cols, r0, c0, tr, tc)
+    for ax, transposed in zip(fig.axes, (False, True)):
+        marked = [p for p in ax.patches if p.get_gid() == 'tile']
+        offsets = {t.get_gid(): int(t.get_text()) for t in ax.texts}
+        want = {(r, c) for r in range(r0, r0 + tr) for c in range(c0, c0 + tc)}
+        # each marked cell is where that element of A lies: x its stored column, y its stored row
+        got = {(int(p.get_y()), int(p.get_x())) for p in marked}
+        stored = {((c, r) if transposed else (r, c)) for r, c in want}
+        assert got == stored and len(marked) == tr * tc
+        for r, c in want:                                             # and its offset is the layout's
+            assert offsets[f'offset {r},{c}'] == (c * rows + r if transposed else r * cols + c)
