@@ -309,3 +309,32 @@ def draw_stored_tile(rows=6, cols=10, r0=2, c0=4, tile_rows=3, tile_cols=4):
     fig.tight_layout()
     plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
+
+
+def draw_batch_strides(entries=4, entry_floats=6, stride_a=8, stride_b=0):
+    """Where each entry of a batch lies, for the drop-in's batched launch (notebook 17, step 3): memory drawn as a strip
+    of floats, A's entry i from i x stride_a (a stride above the entry's size leaves gaps: every other matrix of a
+    larger batch, say) and B's from i x stride_b (0: one matrix shared by every entry, a 2-D B broadcast). Each entry's
+    span is a patch with gid 'A i' or 'B i', drawn on a row of its own, in the colour of the blocks with blockIdx.y = i."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    colours = plt.get_cmap('tab10').colors
+    length = max((entries - 1) * max(stride_a, stride_b) + entry_floats, entry_floats)
+    fig, axs = plt.subplots(2, 1, figsize=(12, 1.1 + 0.45 * 2 * entries), sharex=True)
+    for ax, (name, stride) in zip(axs, (('A', stride_a), ('B', stride_b))):
+        for i in range(entries):
+            start = i * stride
+            ax.add_patch(Rectangle((start, i), entry_floats, 0.8, facecolor=colours[i % len(colours)], alpha=0.75,
+                                   edgecolor='black', lw=0.8, gid=f'{name} {i}'))
+            ax.text(start + entry_floats / 2, i + 0.4, f"entry {i}: floats {start} to {start + entry_floats - 1}",
+                    ha='center', va='center', fontsize=8)
+        for x in range(length + 1): ax.axvline(x, color='0.9', lw=0.5, zorder=0)
+        ax.set_xlim(0, length); ax.set_ylim(entries, -0.2)
+        ax.set_yticks([i + 0.4 for i in range(entries)], [f'blockIdx.y = {i}' for i in range(entries)], fontsize=8)
+        ax.set_title(f"{name}: entry i at i x {stride} floats" + (" (stride 0: every entry reads the same matrix)"
+                                                                  if stride == 0 else ""), fontsize=10)
+        for side in ('top', 'right'): ax.spines[side].set_visible(False)
+    axs[-1].set_xlabel('offset in memory, in floats, from entry 0')
+    fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
+    return fig

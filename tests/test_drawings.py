@@ -239,3 +239,12 @@ def test_a_tile_is_marked_where_it_lies_in_either_layout():
         assert got == stored and len(marked) == tr * tc
         for r, c in want:                                             # and its offset is the layout's
             assert offsets[f'offset {r},{c}'] == (c * rows + r if transposed else r * cols + c)
+
+
+@pytest.mark.parametrize('stride_a, stride_b', [(8, 0), (6, 6), (12, 0)])
+def test_each_entry_of_a_batch_is_drawn_at_its_stride(stride_a, stride_b):
+    from course.drawings import draw_batch_strides
+    fig = draw_batch_strides(entries=4, entry_floats=6, stride_a=stride_a, stride_b=stride_b)
+    for ax, name, stride in zip(fig.axes, 'AB', (stride_a, stride_b)):
+        spans = {p.get_gid(): (p.get_x(), p.get_width()) for p in ax.patches if p.get_gid()}
+        assert spans == {f'{name} {i}': (i * stride, 6) for i in range(4)}
