@@ -25,6 +25,7 @@ notebook 11's `Padded` does), and C is cut back. `DROP_IN_LAUNCHER` is the launc
 """
 from typing import NamedTuple
 
+from .input_checks import MAX_GRID_Y
 from .template_variants import LAUNCHER, SPLIT_K_LAUNCHER, padded_widths, split_k_workspace
 
 # The longest row a tile may hold (the drop-in kernel's offsets inside a tile are 32-bit: 256 rows of at most this
@@ -132,15 +133,9 @@ def _operands(a, b, r):
     return Operand(a, r.plan.a_transposed, r.stride_a), Operand(b, r.plan.b_transposed, r.stride_b)
 
 
-def _prepared(a, b):
-    "The Plan and the two Operands of matmul(a, b) (None for an empty result)."
-    r = _reading(a, b)
-    return (r.plan, None, None) if r.plan.batch == 0 else (r.plan, *_operands(a, b, r))
-
-
 def plan(a, b):
-    "How matmul(a, b) would be carried out (a Plan), its inputs checked as matmul checks them."
-    return _prepared(a, b)[0]
+    "How matmul(a, b) would be carried out (a Plan), its inputs checked as matmul checks them; nothing is copied."
+    return _reading(a, b).plan
 
 
 def rows_aligned(p, a, b):
@@ -184,11 +179,13 @@ class DropInMatmul:
         ra, rb = _operands(a, b, r)
         choice = self.choose(p.batch * p.m, p.k, p.n) if self.choose else None
         pad = isinstance(choice, dict) and choice.get('padded') and not rows_aligned(p, ra, rb)
-        if pad: (q, ra, rb), n = _prepared(*padded(a, b)), p.n      # the same choice, on the padded copies
-        else: q = p
-        out = torch.empty(q.out_shape, dtype=torch.float32, device=a.device)
-        self.kernel(ra, rb, out, q, choice)
-        return out[..., :n].contiguous() if pad else out
+        if pad:                                                   # the same choice, on the padded copies
+            a, b = padded(a, b)
+            r = _reading(a, b)
+            ra, rb = _operands(a, b, r)
+        out = torch.empty(r.plan.out_shape, dtype=torch.float32, device=a.device)
+        self.kernel(ra, rb, out, r.plan, choice)
+        return out[..., :p.n].contiguous() if pad else out
 
     def plan(self, a, b): return plan(a, b)
 
@@ -239,14 +236,10 @@ extern "C" cudaError_t matmul_batched(const float* A, const float* B, float* C, 
 }}
 '''
 
-# The most entries one launch takes: the grid's y holds 65535, and add_partials's rows (entries x M) an int.
-MAX_GRID_Y = 65535
-
-
 def batch_chunk(m):
-    "The entries of a batch of m-row products launched at once (matmul_batched's chunks)."
+    """The entries of a batch of m-row products launched at once (matmul_batched's chunks): the grid's y holds
+    MAX_GRID_Y, and add_partials's rows (entries x m) an int."""
     return max(1, min(MAX_GRID_Y, (2**31 - 1) // m))
-
 
 
 def gpu_kernel(variant):
