@@ -338,3 +338,32 @@ def draw_batch_strides(entries=4, entry_floats=6, stride_a=8, stride_b=0):
     fig.tight_layout()
     plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
     return fig
+
+
+def draw_issue_slots(rows, title="A scheduler's cycles"):
+    """What a warp scheduler's cycles hold, one bar per kernel: `rows` is {kernel: {share: fraction of cycles}} with
+    the three shares of course.issue_model.issue_shares (an FFMA issued, another instruction issued, nothing issued),
+    stacked from 0 to 100%, each segment a patch with gid '<kernel>: <share>' and its percentage written on it."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+    colours = {'FFMA issued': 'tab:green', 'other instruction issued': 'tab:blue', 'nothing issued': '0.8'}
+    fig, ax = plt.subplots(figsize=(12, 0.9 + 0.6 * len(rows)))
+    for y, (kernel, shares) in enumerate(rows.items()):
+        if abs(sum(shares.values()) - 1) > 1e-6: raise ValueError(f"{kernel}'s shares add up to {sum(shares.values())}, not 1")
+        left = 0.0
+        for share, fraction in shares.items():
+            ax.add_patch(Rectangle((100 * left, y), 100 * fraction, 0.7, facecolor=colours.get(share, 'tab:orange'),
+                                   edgecolor='black', lw=0.6, gid=f'{kernel}: {share}'))
+            if fraction >= 0.03:
+                ax.text(100 * (left + fraction / 2), y + 0.35, f"{100 * fraction:.0f}%", ha='center', va='center', fontsize=9)
+            left += fraction
+    ax.set_xlim(0, 100); ax.set_ylim(len(rows) - 0.1, -0.2)
+    ax.set_yticks([y + 0.35 for y in range(len(rows))], list(rows), fontsize=9)
+    ax.set_xlabel('% of cycles')
+    ax.set_title(title, fontsize=10)
+    ax.legend(handles=[Rectangle((0, 0), 1, 1, facecolor=c, edgecolor='black', lw=0.6) for c in colours.values()],
+              labels=list(colours), fontsize=8, loc='center left', bbox_to_anchor=(1.01, 0.5), frameon=False)
+    for side in ('top', 'right'): ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    plt.close(fig)          # shown once, as the cell's result, not again by the inline backend
+    return fig

@@ -16,12 +16,14 @@ def ncu_unavailable():
     return None if cuda_tool('ncu') else "Nsight Compute (ncu) is not installed here, so no counters were read"
 
 
-def ncu_launches(snippet, kernel_regex, counters, cwd=None, timeout=600):
+def ncu_launches(snippet, kernel_regex, counters, cwd=None, timeout=600, clocks_as_found=False):
     """Run `python -c snippet` under ncu and return [(kernel name, {counter: value})], one entry per launch of a
-    kernel whose name matches `kernel_regex`, in launch order. Raises RuntimeError with ncu's own words when it
-    reads nothing."""
+    kernel whose name matches `kernel_regex`, in launch order. ncu holds the GPU at its base clock while it reads,
+    so that counts of cycles repeat from run to run; `clocks_as_found` leaves the clock as the GPU sets it, as the
+    timings outside ncu find it. Raises RuntimeError with ncu's own words when it reads nothing."""
     if ncu_unavailable(): raise RuntimeError(ncu_unavailable())
-    cmd = [cuda_tool('ncu'), '--csv', '--print-units', 'base', '--metrics', ','.join(counters),
+    cmd = [cuda_tool('ncu'), '--csv', '--print-units', 'base', *(['--clock-control', 'none'] if clocks_as_found else []),
+           '--metrics', ','.join(counters),
            '--kernel-name', f'regex:{kernel_regex}', sys.executable, '-c', snippet]
     res = subprocess.run(cmd, capture_output=True, text=True, cwd=cwd, timeout=timeout)
     rows = list(csv.DictReader(io.StringIO('\n'.join(l for l in res.stdout.splitlines() if l.startswith('"')))))

@@ -50,3 +50,43 @@ def test_every_layout_compiles_and_the_matrix_vector_kernels_too():
         for b_t in (False, True):
             assert nb17.drop_in_variant(a_t, b_t, False, True, **TILE).build()._module is not None
     assert 'matrix_vector' in compile_cuda(nb17.MATRIX_VECTOR).functions
+
+
+# Step 5's try: notebook 11's kernel with cp.async copies into STAGES buffers.
+TRY_TILE = dict(BM=128, BN=256, BK=8, WM=32, WN=128, WMITER=1, TM=8, TN=4, MIN_BLOCKS=1)
+
+
+def test_the_tries_listings_follow_each_other_from_notebook_11s_kernel():
+    steps = [nb17.nb11.EVERY_SHAPE, nb17.PIPELINED_HEAD, nb17.PIPELINED_COPIES, nb17.PIPELINED]
+    assert all(before != after for before, after in zip(steps, steps[1:]))
+    assert 'int STAGES' in nb17.PIPELINED and 'TileInRegisters' not in nb17.PIPELINED
+    assert 'wait_for_copies<STAGES - 2>' in nb17.PIPELINED and 'copy_async' in nb17.ASYNC_COPIES
+
+
+@pytest.mark.parametrize('stages', [2, 3, 4, 5])
+def test_the_tries_schedule_reads_each_step_after_its_copies_and_never_overwrites_a_buffer_in_use(stages):
+    "A model of the loop: the groups of copies sent and waited for, the buffer each step reads and each copy fills."
+    count = 11
+    sent, landed_before = [], {}                  # sent: step of each group (None: empty); when each step could be read
+    for s in range(stages - 1): sent.append(s if s < count else None)
+    for t in range(count):
+        done = len(sent) - (stages - 2)           # wait_for_copies<STAGES - 2>: all but the last STAGES - 2 groups landed
+        assert t in sent[:done], f"step {t} read before its copies landed"
+        ahead = t + stages - 1
+        if ahead < count:
+            assert ahead % stages != t % stages, "a copy into the buffer this step reads"
+            assert t == 0 or ahead % stages == (t - 1) % stages   # the buffer step t - 1 read, done at the barrier
+        sent.append(ahead if ahead < count else None)
+    assert sorted(s for s in sent if s is not None) == list(range(count))
+
+
+@needs_nvcc
+@pytest.mark.parametrize('stages', [3, 4])
+def test_the_try_compiles_with_its_copies_and_waits(tmp_path, stages):
+    source = tmp_path / 'try.cu'
+    source.write_text(nb17.pipelined(STAGES=stages, **TRY_TILE).source)
+    subprocess.run([nvcc_path(), '-arch=sm_90', '-O3', '-ptx', str(source), '-o', str(tmp_path / 'try.ptx')],
+                   check=True, capture_output=True)
+    ptx = (tmp_path / 'try.ptx').read_text()
+    assert 'cp.async.ca.shared.global' in ptx and 'cp.async.cg.shared.global' in ptx   # A turned, B in 16 bytes
+    assert f'cp.async.wait_group {stages - 2};' in ptx and 'cp.async.commit_group' in ptx

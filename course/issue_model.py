@@ -1,0 +1,64 @@
+"""A kernel that only multiplies and adds is bound by issue: how many instructions, and how often one issues.
+
+Each of a multiprocessor's 4 schedulers issues at most one warp instruction a cycle. An fp32 product of m x k @ k x n
+needs m k n fused multiply-adds, m k n / 32 warp FFMA instructions; at one a cycle on every scheduler that is the
+datasheet's fp32 peak. A kernel runs every instruction it has (FFMAs, shared loads, copies, index arithmetic) and a
+scheduler issues on only part of the cycles (the others stall: waiting for a shared load, for the instruction cache,
+for a barrier...). So
+
+    time = warp instructions / (multiprocessors x 4 x clock x fraction of cycles that issue)
+
+and two kernels that do the same FFMAs differ by two factors: their instruction counts, and how often they issue.
+Notebook 17 reads both from ncu for its kernel and cuBLAS's.
+"""
+import re
+
+SCHEDULERS_PER_SM = 4          # warp schedulers per multiprocessor, each issuing at most one instruction a cycle
+
+
+def ffma_warp_instructions(m, k, n):
+    "The warp FFMA instructions of an m x k @ k x n fp32 product: one multiply-add per (row, column, k), 32 a warp."
+    return m * k * n / 32
+
+
+def issue_bound_ms(warp_instructions, sms, clock_hz, issue_fraction=1.0):
+    """Milliseconds to issue `warp_instructions` on `sms` multiprocessors at `clock_hz`, when each scheduler issues on
+    `issue_fraction` of the cycles (1: every cycle, the most a kernel can do)."""
+    if not 0 < issue_fraction <= 1: raise ValueError(f"issue_fraction is a fraction of cycles, got {issue_fraction}")
+    return warp_instructions / (sms * SCHEDULERS_PER_SM * clock_hz * issue_fraction) * 1e3
+
+
+def issue_shares(warp_instructions, ffma_instructions, issue_fraction):
+    """What a scheduler's cycles hold, as fractions that add up to 1: an FFMA issued, another instruction issued, or
+    nothing issued (a stall)."""
+    if not 0 < ffma_instructions <= warp_instructions:
+        raise ValueError("the FFMAs are some of the instructions: 0 < ffma_instructions <= warp_instructions")
+    if not 0 < issue_fraction <= 1: raise ValueError(f"issue_fraction is a fraction of cycles, got {issue_fraction}")
+    ffma = issue_fraction * ffma_instructions / warp_instructions
+    return {'FFMA issued': ffma, 'other instruction issued': issue_fraction - ffma, 'nothing issued': 1 - issue_fraction}
+
+
+def gap_factors(ours, theirs):
+    """Why `ours` takes longer than `theirs` (each {'instructions': warp instructions, 'issue': fraction of cycles that
+    issue, 'clock': Hz}): the factors time ours / time theirs is made of, multiplied together in 'product'."""
+    factors = {'instructions': ours['instructions'] / theirs['instructions'],
+               'issue': theirs['issue'] / ours['issue'], 'clock': theirs['clock'] / ours['clock']}
+    product = 1.0
+    for f in factors.values(): product *= f
+    return {**factors, 'product': product}
+
+
+def library_kernel_traits(name):
+    """What a cuBLAS (xmma or CUTLASS) kernel's name says of it: {'tile': (rows, columns, k) of C and K a block
+    takes, 'stages': buffers in shared memory, 'warps': (along rows, along columns), 'math': 'ffma' (CUDA cores),
+    'hmma' (tensor cores) or another word, 'arch': the 'smNN' it was written for}; a key is missing where the name
+    does not say it."""
+    found = {}
+    if m := re.search(r'tilesize(\d+)x(\d+)x(\d+)', name): found['tile'] = tuple(int(g) for g in m.groups())
+    elif m := re.search(r'_(\d+)x(\d+)_(\d+)x(\d+)_', name): found['tile'] = (int(m[1]), int(m[2]), int(m[3]))
+    if m := re.search(r'stage(\d+)', name): found['stages'] = int(m[1])
+    elif m := re.search(r'_\d+x\d+_\d+x(\d+)_', name): found['stages'] = int(m[1])
+    if m := re.search(r'warpsize(\d+)x(\d+)', name): found['warps'] = (int(m[1]), int(m[2]))
+    if m := re.search(r'_(ffma|hmma|imma|gmma|simt)', name): found['math'] = m[1]
+    if m := re.search(r'(sm\d+)', name): found['arch'] = m[1]
+    return found
