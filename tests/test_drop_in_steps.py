@@ -1,7 +1,8 @@
 """Notebook 17 builds the drop-in kernel from notebook 11's in listings of one change each (`patched` diffs). Each
 listing compiles for sm_90 (no GPU needed), and a switch that is off costs nothing because it leaves nothing behind:
 with WIDE and BATCHED off, each step's kernels compile to step 1's PTX, instruction for instruction (the kernels'
-names and unused parameters aside), while each switch on changes it. The matrix-vector kernels of step 4 compile."""
+names and unused parameters aside), while each switch on changes it; step 4's pad of Bs changes only the kernels
+that turn B. The matrix-vector kernels of step 5 compile."""
 import re, subprocess
 
 import pytest
@@ -16,9 +17,10 @@ needs_nvcc = pytest.mark.skipif(not nvcc_available(), reason="needs nvcc, the CU
 
 
 def test_the_listings_follow_each_other_and_the_last_is_the_kernel():
-    steps = [nb17.nb11.EVERY_SHAPE, nb17.EITHER_LAYOUT_TILES, nb17.EITHER_LAYOUT, nb17.WIDE_OFFSETS, nb17.BATCHED]
+    steps = [nb17.nb11.EVERY_SHAPE, nb17.EITHER_LAYOUT_TILES, nb17.EITHER_LAYOUT, nb17.WIDE_OFFSETS, nb17.BATCHED,
+             nb17.PADDED_B]
     assert all(before != after for before, after in zip(steps, steps[1:]))
-    assert nb17.DROP_IN is nb17.BATCHED
+    assert nb17.DROP_IN is nb17.PADDED_B and 'DropInWarpTile' in nb17.DROP_IN and 'DropInWarpTile' in nb17.DROP_IN_WARP
     for switch in ('bool A_T, bool B_T', 'bool WIDE', 'bool BATCHED'): assert switch in nb17.DROP_IN
 
 
@@ -42,6 +44,16 @@ def test_with_the_switches_off_each_step_compiles_to_step_1s_kernel(tmp_path):
     assert kernel_bodies(nb17.drop_in_variant(False, False, False, False, **TILE), tmp_path) == step1
     assert kernel_bodies(nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **TILE), tmp_path) != step1
     assert kernel_bodies(nb17.drop_in_variant(False, False, False, True, **TILE), tmp_path) != step1
+    turned = dict(b_t=True, **TILE)          # step 4 pads Bs only where B is turned: its kernels differ from step 3's
+    assert (kernel_bodies(nb17.drop_in_variant(False, True, False, False, **TILE), tmp_path)
+            != kernel_bodies(nb17.step_variant(nb17.BATCHED, launcher=nb17.DROP_IN_LAUNCHER, **turned), tmp_path))
+
+
+def test_step_4_gives_a_turned_bs_rows_a_pad_of_4_floats_in_both_buffers():
+    tile = dict(BM=128, BN=256, BK=16)
+    assert nb17.drop_in_shared_bytes(False, **tile) == nb17.nb10.double_buffer_bytes(**tile)
+    assert nb17.drop_in_shared_bytes(True, **tile) == nb17.nb10.double_buffer_bytes(**tile) + 2 * 16 * 4 * 4
+    assert 'B_T ? BN + 4 : BN' in nb17.DROP_IN and 'Bs[k * B_STRIDE +' in nb17.DROP_IN_WARP
 
 
 @needs_nvcc
@@ -52,7 +64,7 @@ def test_every_layout_compiles_and_the_matrix_vector_kernels_too():
     assert 'matrix_vector' in compile_cuda(nb17.MATRIX_VECTOR).functions
 
 
-# Step 5's try: notebook 11's kernel with cp.async copies into STAGES buffers.
+# Step 6's try: notebook 11's kernel with cp.async copies into STAGES buffers.
 TRY_TILE = dict(BM=128, BN=256, BK=8, WM=32, WN=128, WMITER=1, TM=8, TN=4, MIN_BLOCKS=1)
 
 
