@@ -16,7 +16,7 @@ own helpers, and imports of what the notebooks use from here.
 | `timing` | `cuda_time_ms`: timing with CUDA events; `compare_fairly`: kernels interleaved on L2-overflowing inputs, median and middle half, and a verdict only where the spreads do not overlap and the medians differ by more than 2%; `events_ms`, the one CUDA-event measurement both use; `cpu_us_per_call`: what a call costs the CPU (its kernels queued, not run) |
 | `launch_queue` | a model of calls queued on a GPU stream (a call takes the CPU's time or the GPU's, whichever is longer) and its timeline drawing |
 | `printf_capture` | `kernel_output`: a kernel's printf, shown in the notebook cell |
-| `drawings` | the figures the notebooks draw: the tiling of notebook 02, the opcode counts of notebook 07, the warp-tile map and the double-buffering timeline of notebook 10 |
+| `drawings` | the figures the notebooks draw: the tiling of notebook 02, the opcode counts of notebook 07, the warp-tile map and the double-buffering timeline of notebook 10, notebook 17's stored tiles, batch strides and a scheduler's issue slots |
 | `memory_access` | access maps and the sector model of coalescing, read from the simulator's trace, and of a tile's float-by-float loads in each of notebook 10's layouts; their drawings; the memory-traffic table from ncu |
 | `shared_banks` | the model of shared-memory banks (32 banks of 4 bytes, passes per warp access) and the bank map drawing |
 | `double_buffering` | an event model of one block with one or two shared buffers: loads, stores, math and barriers in time |
@@ -42,7 +42,8 @@ own helpers, and imports of what the notebooks use from here.
 | `step_listings` | one step's kernel whole: a template's compile-time switches evaluated on the text (`if constexpr`, constant ifs and ternaries), and the diff of two steps |
 | `wgmma_layout` | where TMA's 128-byte swizzle puts each value of a tile and where a wgmma matrix descriptor (LBO, SBO) reads it, the count of values a descriptor misplaces, and the descriptor's bits |
 | `autotune` | `compile_all` (many variants, nvcc in parallel) and `autotune` (time them, fastest first) |
-| `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch; `profile_each` (one launch per step, each in a fresh process), `notebook_launch` and `print_counters` |
+| `profiling` | `ncu_counters`: hardware counters from Nsight Compute for one kernel launch; `profile_each` (one launch per step, each in a fresh process), `notebook_launch` and `print_counters`; `ncu_launches(clocks_as_found=True)` reads them at the clock the GPU sets |
+| `issue_model` | notebook 17: an fp32 product's issue-bound time (warp instructions over schedulers x clock x the share of cycles that issue), the shares of a scheduler's cycles, the factors a gap splits into, and what a cuBLAS kernel's name says of it |
 | `triton_matmul` | the peer to beat: an autotuned Triton matmul in fp32, TF32 or bf16, and one line where Triton is missing |
 | `exercises` | the exercise checker (a package): `check('04.1')` and `hint('04.1')` in an exercise notebook, `python -m course.exercises` in a shell |
 | `exercises.verdict` | the three outcomes: passed, not yet (with its sentence), not checked here (with what the machine lacks) |
