@@ -3,12 +3,13 @@ listing compiles for sm_90 (no GPU needed), and a switch that is off costs nothi
 with WIDE and BATCHED off, each step's kernels compile to step 1's PTX, instruction for instruction (the kernels'
 names and unused parameters aside), while each switch on changes it; step 4's pad of Bs changes only the kernels
 that turn B. The matrix-vector kernels of step 5 compile."""
-import re, subprocess
+import re
 
 import pytest
 
 from course.cuda_library import compile_cuda
-from course.cuda_toolkit import nvcc_available, nvcc_path
+from course.cuda_toolkit import nvcc_available
+from course.disassembly import cuda_ptx
 from utils import import_notebook
 
 nb17 = import_notebook('17')
@@ -24,29 +25,25 @@ def test_the_listings_follow_each_other_and_the_last_is_the_kernel():
     for switch in ('bool A_T, bool B_T', 'bool WIDE', 'bool BATCHED'): assert switch in nb17.DROP_IN
 
 
-def kernel_bodies(variant, tmp_path):
+def kernel_bodies(variant):
     """The PTX of the variant's two drop_in kernels (rows aligned and not), from their first instruction to their end:
     the names and the parameter lists left out."""
-    source = tmp_path / 'kernel.cu'
-    source.write_text(variant.source)
-    subprocess.run([nvcc_path(), '-arch=sm_90', '-O3', '-ptx', str(source), '-o', str(tmp_path / 'kernel.ptx')],
-                   check=True, capture_output=True)
-    ptx = (tmp_path / 'kernel.ptx').read_text()
+    ptx = cuda_ptx(variant.source, arch='sm_90')
     bodies = [body for name, body in re.findall(r'\.entry (_Z7drop_in\w+)\(.*?\n\)\n(.*?\n\})', ptx, re.S)]
     assert len(bodies) == 2, "a variant holds two drop_in kernels"
     return [re.sub(r'_Z7drop_in\w+', 'KERNEL', body) for body in bodies]
 
 
 @needs_nvcc
-def test_with_the_switches_off_each_step_compiles_to_step_1s_kernel(tmp_path):
-    step1 = kernel_bodies(nb17.step_variant(nb17.EITHER_LAYOUT, **TILE), tmp_path)
-    assert kernel_bodies(nb17.step_variant(nb17.WIDE_OFFSETS, **TILE), tmp_path) == step1
-    assert kernel_bodies(nb17.drop_in_variant(False, False, False, False, **TILE), tmp_path) == step1
-    assert kernel_bodies(nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **TILE), tmp_path) != step1
-    assert kernel_bodies(nb17.drop_in_variant(False, False, False, True, **TILE), tmp_path) != step1
+def test_with_the_switches_off_each_step_compiles_to_step_1s_kernel():
+    step1 = kernel_bodies(nb17.step_variant(nb17.EITHER_LAYOUT, **TILE))
+    assert kernel_bodies(nb17.step_variant(nb17.WIDE_OFFSETS, **TILE)) == step1
+    assert kernel_bodies(nb17.drop_in_variant(False, False, False, False, **TILE)) == step1
+    assert kernel_bodies(nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **TILE)) != step1
+    assert kernel_bodies(nb17.drop_in_variant(False, False, False, True, **TILE)) != step1
     turned = dict(b_t=True, **TILE)          # step 4 pads Bs only where B is turned: its kernels differ from step 3's
-    assert (kernel_bodies(nb17.drop_in_variant(False, True, False, False, **TILE), tmp_path)
-            != kernel_bodies(nb17.step_variant(nb17.BATCHED, launcher=nb17.DROP_IN_LAUNCHER, **turned), tmp_path))
+    assert (kernel_bodies(nb17.drop_in_variant(False, True, False, False, **TILE))
+            != kernel_bodies(nb17.step_variant(nb17.BATCHED, launcher=nb17.DROP_IN_LAUNCHER, **turned)))
 
 
 def test_step_4_gives_a_turned_bs_rows_a_pad_of_4_floats_in_both_buffers():
@@ -79,7 +76,7 @@ def test_the_tries_listings_follow_each_other_from_notebook_11s_kernel():
 def test_the_tries_schedule_reads_each_step_after_its_copies_and_never_overwrites_a_buffer_in_use(stages):
     "A model of the loop: the groups of copies sent and waited for, the buffer each step reads and each copy fills."
     count = 11
-    sent, landed_before = [], {}                  # sent: step of each group (None: empty); when each step could be read
+    sent = []                                     # the step of each group of copies (None: an empty group)
     for s in range(stages - 1): sent.append(s if s < count else None)
     for t in range(count):
         done = len(sent) - (stages - 2)           # wait_for_copies<STAGES - 2>: all but the last STAGES - 2 groups landed
@@ -94,11 +91,7 @@ def test_the_tries_schedule_reads_each_step_after_its_copies_and_never_overwrite
 
 @needs_nvcc
 @pytest.mark.parametrize('stages', [3, 4])
-def test_the_try_compiles_with_its_copies_and_waits(tmp_path, stages):
-    source = tmp_path / 'try.cu'
-    source.write_text(nb17.pipelined(STAGES=stages, **TRY_TILE).source)
-    subprocess.run([nvcc_path(), '-arch=sm_90', '-O3', '-ptx', str(source), '-o', str(tmp_path / 'try.ptx')],
-                   check=True, capture_output=True)
-    ptx = (tmp_path / 'try.ptx').read_text()
+def test_the_try_compiles_with_its_copies_and_waits(stages):
+    ptx = cuda_ptx(nb17.pipelined(STAGES=stages, **TRY_TILE).source, arch='sm_90')
     assert 'cp.async.ca.shared.global' in ptx and 'cp.async.cg.shared.global' in ptx   # A turned, B in 16 bytes
     assert f'cp.async.wait_group {stages - 2};' in ptx and 'cp.async.commit_group' in ptx
