@@ -11,9 +11,13 @@ for a barrier...). So
 and two kernels that do the same FFMAs differ by two factors: their instruction counts, and how often they issue.
 Notebook 17 reads both from ncu for its kernel and cuBLAS's.
 """
-import re
+import math, re
 
 SCHEDULERS_PER_SM = 4          # warp schedulers per multiprocessor, each issuing at most one instruction a cycle
+
+
+def _check_fraction(issue_fraction):
+    if not 0 < issue_fraction <= 1: raise ValueError(f"issue_fraction is a fraction of cycles, got {issue_fraction}")
 
 
 def ffma_warp_instructions(m, k, n):
@@ -24,7 +28,7 @@ def ffma_warp_instructions(m, k, n):
 def issue_bound_ms(warp_instructions, sms, clock_hz, issue_fraction=1.0):
     """Milliseconds to issue `warp_instructions` on `sms` multiprocessors at `clock_hz`, when each scheduler issues on
     `issue_fraction` of the cycles (1: every cycle, the most a kernel can do)."""
-    if not 0 < issue_fraction <= 1: raise ValueError(f"issue_fraction is a fraction of cycles, got {issue_fraction}")
+    _check_fraction(issue_fraction)
     return warp_instructions / (sms * SCHEDULERS_PER_SM * clock_hz * issue_fraction) * 1e3
 
 
@@ -33,7 +37,7 @@ def issue_shares(warp_instructions, ffma_instructions, issue_fraction):
     nothing issued (a stall)."""
     if not 0 < ffma_instructions <= warp_instructions:
         raise ValueError("the FFMAs are some of the instructions: 0 < ffma_instructions <= warp_instructions")
-    if not 0 < issue_fraction <= 1: raise ValueError(f"issue_fraction is a fraction of cycles, got {issue_fraction}")
+    _check_fraction(issue_fraction)
     ffma = issue_fraction * ffma_instructions / warp_instructions
     return {'FFMA issued': ffma, 'other instruction issued': issue_fraction - ffma, 'nothing issued': 1 - issue_fraction}
 
@@ -43,9 +47,7 @@ def gap_factors(ours, theirs):
     issue, 'clock': Hz}): the factors time ours / time theirs is made of, multiplied together in 'product'."""
     factors = {'instructions': ours['instructions'] / theirs['instructions'],
                'issue': theirs['issue'] / ours['issue'], 'clock': theirs['clock'] / ours['clock']}
-    product = 1.0
-    for f in factors.values(): product *= f
-    return {**factors, 'product': product}
+    return {**factors, 'product': math.prod(factors.values())}
 
 
 def library_kernel_traits(name):
