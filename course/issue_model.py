@@ -64,3 +64,20 @@ def library_kernel_traits(name):
     if m := re.search(r'_(ffma|hmma|imma|gmma|simt)', name): found['math'] = m[1]
     if m := re.search(r'(sm\d+)', name): found['arch'] = m[1]
     return found
+
+
+
+def tile_in_our_terms(traits, grid, m, n):
+    """A cuBLAS kernel's tile, warps and buffers (`library_kernel_traits` of its name) as they lie on our row-major
+    m x n C: {'BM', 'BN' (the tile's rows and columns of C), 'BK', 'WM', 'WN' (a warp's), 'STAGES'}. The name gives the
+    tile's two sides, and its warps along each, but not which side runs along our rows: torch hands cuBLAS Cᵀ = Bᵀ Aᵀ
+    (cuBLAS thinks in column-major matrices), and cuBLAS may turn it back. The launch's grid (x, y, ...), one block
+    per tile in x and y (in either order), says it where C is not square. None where the name does not say the tile,
+    warps and buffers, or where the grid fits neither way, or both."""
+    if not {'tile', 'warps', 'stages'} <= set(traits): return None
+    (side, other, bk), (warps_side, warps_other) = traits['tile'], traits['warps']
+    blocks = sorted(grid[:2])
+    ways = [dict(BM=bm, BN=bn, BK=bk, WM=bm // wm, WN=bn // wn, STAGES=traits['stages'])
+            for bm, bn, wm, wn in ((side, other, warps_side, warps_other), (other, side, warps_other, warps_side))
+            if sorted((-(-m // bm), -(-n // bn))) == blocks]
+    return ways[0] if len(ways) == 1 else None

@@ -4,7 +4,8 @@
 needs (their plain-word names live beside the table that prints them), and we parse the CSV. Where `ncu` is
 not installed (or cannot read the counters) `ncu_unavailable()` says so in one line. `profile_each` reads the same
 counters for several kernels of a notebook, one fresh process each (`notebook_launch` writes each one's snippet),
-and `print_counters` prints them as a table.
+and `print_counters` prints them as a table. `cuda_profile` is torch's profiler, quieter; `kernel_grids` reads the
+kernels it saw with their grids.
 """
 import contextlib, csv, io, subprocess, sys
 
@@ -91,3 +92,16 @@ def cuda_profile():
         warnings.filterwarnings('ignore', message='.*Profiler clears events')
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             yield prof
+
+
+def kernel_grids(prof):
+    """[(kernel name, grid (x, y, z))] of the kernels a `cuda_profile` saw, in launch order: read from its Chrome trace,
+    which keeps each launch's grid (the profiler's events do not)."""
+    import json, os, tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, 'trace.json')
+        prof.export_chrome_trace(path)
+        with open(path) as f: events = json.load(f).get('traceEvents', [])
+    kernels = sorted((e for e in events if e.get('cat') == 'kernel' and 'grid' in e.get('args', {})),
+                     key=lambda e: e.get('ts', 0))
+    return [(e['name'], tuple(e['args']['grid'])) for e in kernels]

@@ -180,14 +180,22 @@ def gpu_clocks(gpu=0):
     return f"clocks: SM {said[0].strip()} of {said[1].strip()} MHz" + (f", held by {' and '.join(held)}" if held else "")
 
 
-def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=None):
+# A spin of the GPU longer than what a call costs the CPU (0.1 ms at 2 GHz; a call of the course's wrappers costs tens
+# of microseconds): queued ahead of a timed call, it lets the CPU finish the call's launches before the GPU gets there.
+CPU_HIDING_CYCLES = 200_000
+
+
+def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=None, hide_cpu=False):
     """The second timer: {name: [ms]} for kernels fn(m, n), each call timed alone between two CUDA events after the L2
     cache has been flushed (a buffer of twice its size written just before; Triton's do_bench writes a fixed 256 MB),
     rotating through `arg_sets`. As compare_fairly's rounds, every round times each kernel once, in an order that changes from
     round to round, so that a slow spell of the GPU (its clock held down by power or heat) falls on all of them alike;
     fewer than `rounds` rounds once `max_seconds` of calls have been timed (at least 5). Unlike compare_fairly's
     back-to-back calls, each sample starts with a cold L2 and includes whatever of the call's CPU work the flush does
-    not hide: the time one isolated call takes."""
+    not hide: the time one isolated call takes. With `hide_cpu`, the GPU spins CPU_HIDING_CYCLES cycles between the
+    flush and the first event, so that the CPU has queued the whole call before the GPU reaches it: each sample is the
+    GPU's time alone, however long the CPU took (on calls of a few hundredths of a millisecond the CPU's share
+    otherwise moves from round to round; `cpu_us_per_call` times it)."""
     import random, torch
     l2_bytes = l2_bytes or torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device='cuda')
@@ -201,6 +209,7 @@ def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=No
         for name in names:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             flush.zero_()
+            if hide_cpu: torch.cuda._sleep(CPU_HIDING_CYCLES)
             start.record()
             kernels[name](*arg_sets[i % len(arg_sets)])
             end.record()

@@ -191,7 +191,7 @@ class DropInMatmul:
 
 
 # The drop-in kernel's launcher: LAUNCHER's two kernels and resources, SPLIT_K_LAUNCHER's pieces and second pass, and
-# matmul_batched, which launches a batch, in chunks of at most 65535 entries (the grid's y), with K in pieces.
+# matmul_batched, which launches a batch, in chunks of batch_chunk entries, with K in pieces.
 DROP_IN_LAUNCHER = LAUNCHER[:LAUNCHER.index('// `copies` blocks')] + SPLIT_K_LAUNCHER[:SPLIT_K_LAUNCHER.index('// Split-K:')] + r'''
 // add_partials over `rows` rows of C, launched as matmul_split launches it (a programmatic dependent launch on Hopper).
 static cudaError_t add_pieces(const float* W, float* C, int rows, int N, int pieces, cudaStream_t stream) {{
@@ -210,10 +210,11 @@ static cudaError_t add_pieces(const float* W, float* C, int rows, int N, int pie
     return cudaLaunchKernelEx(&config, add_partials, W, C, rows, N, (N + 3) / 4 * 4, pieces);
 }}
 // C (batch x M x N, contiguous) = the product of each entry: A's entry i at A + i x batch_a, stored K x M where A_T,
-// B's at B + i x batch_b, stored N x K where B_T. W: the workspace, at least pieces x min(batch, chunk) x M x ldw
-// floats where K goes in more than one piece (ldw: N rounded up to a multiple of 4).
+// B's at B + i x batch_b, stored N x K where B_T; launched `chunk` entries at a time (batch_chunk in Python: the grid's
+// y holds them, and add_partials's rows, entries x M, an int). W: the workspace, at least pieces x min(batch, chunk) x
+// M x ldw floats where K goes in more than one piece (ldw: N rounded up to a multiple of 4).
 extern "C" cudaError_t matmul_batched(const float* A, const float* B, float* C, float* W, int M, int N, int K, int batch,
-                                      long long batch_a, long long batch_b, int splits, cudaStream_t stream) {{
+                                      long long batch_a, long long batch_b, int splits, int chunk, cudaStream_t stream) {{
     static const cudaError_t shared_ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) == cudaSuccess
         ? cudaFuncSetAttribute(kernel_unaligned, cudaFuncAttributeMaxDynamicSharedMemorySize, SHARED) : cudaErrorInvalidValue;
     if (shared_ok != cudaSuccess) return shared_ok;
@@ -221,7 +222,6 @@ extern "C" cudaError_t matmul_batched(const float* A, const float* B, float* C, 
     const bool aligned = (row_a | row_b | N | batch_a | batch_b) % 4 == 0
                          && ((uintptr_t)A | (uintptr_t)B | (uintptr_t)C | (uintptr_t)W) % 16 == 0;
     const int pieces = pieces_of_k(K, splits);
-    const int chunk = (int)(2147483647LL / M < 65535 ? 2147483647LL / M : 65535);    // Python's batch_chunk
     const unsigned tiles = cdiv(M, {bm}) * cdiv(N, {bn});
     for (int first = 0; first < batch; first += chunk) {{
         const int entries = batch - first < chunk ? batch - first : chunk;
@@ -264,9 +264,10 @@ def gpu_kernel(variant):
         if pieces is None: pieces = pieces_of[module, splits, p.k] = module.pieces_of_k(p.k, splits)
         device = out.get_device()
         stream = current_stream_handle(device)
-        entries = min(p.batch, batch_chunk(p.m))
-        work = out if pieces == 1 else split_k_workspace(pieces * entries * p.m * padded_widths(p.k, p.n)[1], device, stream)
+        chunk = batch_chunk(p.m)
+        work = (out if pieces == 1 else
+                split_k_workspace(pieces * min(p.batch, chunk) * p.m * padded_widths(p.k, p.n)[1], device, stream))
         error = launch(a.tensor.data_ptr(), b.tensor.data_ptr(), out.data_ptr(), work.data_ptr(),
-                       p.m, p.n, p.k, p.batch, a.batch_stride, b.batch_stride, splits, stream)
+                       p.m, p.n, p.k, p.batch, a.batch_stride, b.batch_stride, splits, chunk, stream)
         if error: module.raise_if_error('matmul_batched', error)
     return kernel

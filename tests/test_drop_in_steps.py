@@ -95,3 +95,11 @@ def test_the_try_compiles_with_its_copies_and_waits(stages):
     ptx = cuda_ptx(nb17.pipelined(STAGES=stages, **TRY_TILE).source, arch='sm_90')
     assert 'cp.async.ca.shared.global' in ptx and 'cp.async.cg.shared.global' in ptx   # A turned, B in 16 bytes
     assert f'cp.async.wait_group {stages - 2};' in ptx and 'cp.async.commit_group' in ptx
+
+
+@pytest.mark.parametrize('multiprocessors', [132, 114, 78])       # H100 SXM, H100 PCIe, and one that 4 does not divide
+def test_whole_wave_splits_are_the_most_pieces_that_keep_1_2_or_4_tiles_in_one_wave(multiprocessors):
+    for tiles, pieces in zip((1, 2, 4), nb17.whole_wave_splits(multiprocessors)):
+        assert tiles * pieces <= multiprocessors < tiles * (pieces + 1)
+    assert set(nb17.whole_wave_splits(nb17.MULTIPROCESSORS)) <= set(nb17.LONG_K_SPLITS)
+    assert {candidate.params["splits"] for candidate in nb17.DROP_IN_CANDIDATES} >= set(nb17.LONG_K_SPLITS)

@@ -6,7 +6,7 @@ import pytest
 
 from course.drawings import draw_issue_slots
 from course.issue_model import (ffma_warp_instructions, gap_factors, issue_bound_ms, issue_shares,
-                                library_kernel_traits)
+                                library_kernel_traits, tile_in_our_terms)
 
 H100 = dict(sms=132, clock_hz=1.98e9)
 
@@ -55,6 +55,22 @@ def test_a_cublas_kernels_name_says_its_tile_buffers_warps_and_math():
     assert library_kernel_traits('cutlass_80_simt_sgemm_128x64_8x5_nn_align1') == {'tile': (128, 64, 8), 'stages': 5,
                                                                                     'math': 'simt'}
     assert library_kernel_traits('void every_shape<128, 256, 16>(float const*)') == {}
+
+
+def test_the_grid_says_which_way_a_cublas_tile_lies_on_our_c():
+    xmma = library_kernel_traits('sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_'
+                                 'alignc4_execute_kernel__5x_cublas')
+    # on a 4096 x 8192 C: 256 rows x 128 columns a tile make 16 x 64 blocks; 128 x 256 would make 32 x 32
+    rows_first = dict(BM=256, BN=128, BK=8, WM=64, WN=64, STAGES=3)
+    assert tile_in_our_terms(xmma, (16, 64, 1), 4096, 8192) == rows_first
+    assert tile_in_our_terms(xmma, (64, 16, 1), 4096, 8192) == rows_first            # x and y in either order
+    assert tile_in_our_terms(xmma, (32, 32, 1), 4096, 8192) == dict(BM=128, BN=256, BK=8, WM=64, WN=64, STAGES=3)
+    assert tile_in_our_terms(xmma, (16, 16, 1), 4096, 4096) is None                  # square: both ways fit
+    assert tile_in_our_terms(xmma, (7, 9, 1), 4096, 8192) is None                    # neither way fits
+    skinny = library_kernel_traits('sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma')
+    # 1 warp along the 64, 4 along the 128; split-K's pieces in z leave x and y alone
+    assert tile_in_our_terms(skinny, (1, 513, 6), 64, 65539) == dict(BM=64, BN=128, BK=8, WM=64, WN=32, STAGES=3)
+    assert tile_in_our_terms(library_kernel_traits('cutlass_80_simt_sgemm_128x64_8x5_nn_align1'), (9, 9, 1), 99, 999) is None
 
 
 def test_the_issue_slots_drawing_stacks_each_kernels_shares_to_100_percent():

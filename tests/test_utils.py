@@ -335,3 +335,18 @@ def test_counters_print_turned_with_a_row_per_counter(capsys):
     assert lines == ['  counter     step a  step b', '  first          1.0     3.0', '  second         2.5     4.0']
     print_counters(profiles, {'a': 'step a', 'b': 'step b'}, {'first': 'm1', 'second': 'm2'}, 10, 8, '.1f')
     assert capsys.readouterr().out.splitlines()[1] == '  step a         1.0     2.5'
+
+
+def test_kernel_grids_reads_each_kernels_grid_from_the_trace_in_launch_order():
+    import json
+    from course.profiling import kernel_grids
+
+    class Traced:                       # what torch's profiler writes: CPU events, and GPU kernels with their grids
+        def export_chrome_trace(self, path):
+            with open(path, 'w') as f:
+                json.dump({'traceEvents': [
+                    {'cat': 'kernel', 'name': 'second', 'ts': 20, 'args': {'grid': [16, 64, 1], 'block': [256, 1, 1]}},
+                    {'cat': 'cpu_op', 'name': 'aten::mm', 'ts': 1, 'args': {}},
+                    {'cat': 'kernel', 'name': 'first', 'ts': 10, 'args': {'grid': [513, 1, 1]}},
+                    {'cat': 'gpu_memset', 'name': 'Memset', 'ts': 5, 'args': {}}]}, f)
+    assert kernel_grids(Traced()) == [('first', (513, 1, 1)), ('second', (16, 64, 1))]

@@ -48,16 +48,17 @@ def hopper_every_shape_variants(nb13):
 def drop_in_variants(nb17, nb11):
     """Notebook 17's drop-in kernel for every tile of notebook 11's tuner, every layout of A and B, one product and a
     batch (32-bit offsets: the 64-bit kernels, for matrices of 2^31 elements or more, compile when first needed), its
-    steps' kernels, and step 6's cp.async try for the tuner's 128 x 256 tiles and cuBLAS's warps (3 and 4 buffers)."""
+    steps' kernels, and step 6's cp.async try for the tuner's 128 x 256 tiles and for the tile, warps and buffers of
+    the kernel cuBLAS ran on an H100 (and one buffer more)."""
     tile = dict(nb11.WARP_TILE, MIN_BLOCKS=2, GROUP=8)
     wide_tiles = [t for t in nb11.EVERY_SHAPE_TILES if (t['BM'], t['BN']) == (128, 256)]
-    cublas_like = dict(BM=128, BN=256, BK=8, WM=64, WN=64, WMITER=1, TM=8, TN=4, MIN_BLOCKS=1)
+    cublas_like = nb17.cublas_like(nb17.CUBLAS_4096_ON_H100)
     return [*(nb17.drop_in_variant(a_t, b_t, False, batched, **t) for a_t in (False, True) for b_t in (False, True)
               for batched in (False, True) for t in nb11.EVERY_SHAPE_TILES),
             nb17.step_variant(nb17.EITHER_LAYOUT, **tile), nb17.step_variant(nb17.WIDE_OFFSETS, **tile),
             nb17.step_variant(nb17.WIDE_OFFSETS, wide=True, **tile), nb17.drop_in_variant(False, False, True, False, **tile),
             *(nb17.pipelined(STAGES=3, **dict(t, MIN_BLOCKS=1)) for t in wide_tiles),
-            *(nb17.pipelined(STAGES=s, **cublas_like) for s in (3, 4))]
+            *(nb17.pipelined(**dict(cublas_like, STAGES=s)) for s in (cublas_like['STAGES'], cublas_like['STAGES'] + 1))]
 
 
 def main(argv=None):
