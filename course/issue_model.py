@@ -72,12 +72,15 @@ def tile_in_our_terms(traits, grid, m, n):
     m x n C: {'BM', 'BN' (the tile's rows and columns of C), 'BK', 'WM', 'WN' (a warp's), 'STAGES'}. The name gives the
     tile's two sides, and its warps along each, but not which side runs along our rows: torch hands cuBLAS Cᵀ = Bᵀ Aᵀ
     (cuBLAS thinks in column-major matrices), and cuBLAS may turn it back. The launch's grid (x, y, ...), one block
-    per tile in x and y (in either order), says it where C is not square. None where the name does not say the tile,
-    warps and buffers, or where the grid fits neither way, or both."""
+    per tile in x and y (in either order), says it on a C whose two readings give grids of other shapes (4096 x 8320:
+    16 x 65 blocks of 256 x 128, 32 x 33 of 128 x 256, so that not even a grid swizzled by 2 passes for the other).
+    None where the name does not say the tile, warps and buffers, or where the grid fits neither way, or both."""
     if not {'tile', 'warps', 'stages'} <= set(traits): return None
     (side, other, bk), (warps_side, warps_other) = traits['tile'], traits['warps']
     blocks = sorted(grid[:2])
-    ways = [dict(BM=bm, BN=bn, BK=bk, WM=bm // wm, WN=bn // wn, STAGES=traits['stages'])
-            for bm, bn, wm, wn in ((side, other, warps_side, warps_other), (other, side, warps_other, warps_side))
-            if sorted((-(-m // bm), -(-n // bn))) == blocks]
-    return ways[0] if len(ways) == 1 else None
+    ways = {(bm, bn, wm, wn) for bm, bn, wm, wn in ((side, other, warps_side, warps_other),
+                                                   (other, side, warps_other, warps_side))
+            if sorted((-(-m // bm), -(-n // bn))) == blocks}      # a set: a square tile with as many warps each way
+    if len(ways) != 1: return None                                 # reads the same both ways
+    (bm, bn, wm, wn), = ways
+    return dict(BM=bm, BN=bn, BK=bk, WM=bm // wm, WN=bn // wn, STAGES=traits['stages'])

@@ -192,10 +192,11 @@ def flushed_rounds_ms(kernels, arg_sets, rounds=60, max_seconds=4.0, l2_bytes=No
     round to round, so that a slow spell of the GPU (its clock held down by power or heat) falls on all of them alike;
     fewer than `rounds` rounds once `max_seconds` of calls have been timed (at least 5). Unlike compare_fairly's
     back-to-back calls, each sample starts with a cold L2 and includes whatever of the call's CPU work the flush does
-    not hide: the time one isolated call takes. With `hide_cpu`, the GPU spins CPU_HIDING_CYCLES cycles between the
-    flush and the first event, so that the CPU has queued the whole call before the GPU reaches it: each sample is the
-    GPU's time alone, however long the CPU took (on calls of a few hundredths of a millisecond the CPU's share
-    otherwise moves from round to round; `cpu_us_per_call` times it)."""
+    not hide: the time one isolated call takes. With `hide_cpu`, the GPU spins CPU_HIDING_CYCLES cycles (torch's
+    private `torch.cuda._sleep`) between the flush and the first event, so that the CPU has queued the call before the
+    GPU reaches it: each sample is the GPU's time alone wherever the CPU's work for the call takes less than the flush
+    and the spin (about 0.1 ms), and otherwise still waits for the rest (a loop of many launches, say). On calls of a
+    few hundredths of a millisecond the CPU's share otherwise moves from round to round; `cpu_us_per_call` times it."""
     import random, torch
     l2_bytes = l2_bytes or torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
     flush = torch.empty(2 * l2_bytes, dtype=torch.uint8, device='cuda')

@@ -66,6 +66,10 @@ def test_the_grid_says_which_way_a_cublas_tile_lies_on_our_c():
     assert tile_in_our_terms(xmma, (64, 16, 1), 4096, 8192) == rows_first            # x and y in either order
     assert tile_in_our_terms(xmma, (32, 32, 1), 4096, 8192) == dict(BM=128, BN=256, BK=8, WM=64, WN=64, STAGES=3)
     assert tile_in_our_terms(xmma, (16, 16, 1), 4096, 4096) is None                  # square: both ways fit
+    assert tile_in_our_terms(xmma, (65, 16, 1), 4096, 8320) == rows_first            # 16 x 65, not 32 x 33
+    assert tile_in_our_terms(xmma, (66, 16, 1), 4096, 8320) is None                  # 32 x 33 swizzled by 2: neither
+    square = {'tile': (128, 128, 8), 'warps': (2, 2), 'stages': 4}                  # the same either way round
+    assert tile_in_our_terms(square, (32, 65, 1), 4096, 8320) == dict(BM=128, BN=128, BK=8, WM=64, WN=64, STAGES=4)
     assert tile_in_our_terms(xmma, (7, 9, 1), 4096, 8192) is None                    # neither way fits
     skinny = library_kernel_traits('sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize64x128x8_stage3_warpsize1x4x1_ffma')
     # 1 warp along the 64, 4 along the 128; split-K's pieces in z leave x and y alone
