@@ -66,7 +66,6 @@ def library_kernel_traits(name):
     return found
 
 
-
 def tile_in_our_terms(traits, grid, m, n):
     """A cuBLAS kernel's tile, warps and buffers (`library_kernel_traits` of its name) as they lie on our row-major
     m x n C: {'BM', 'BN' (the tile's rows and columns of C), 'BK', 'WM', 'WN' (a warp's), 'STAGES'}. The name gives the
@@ -78,9 +77,10 @@ def tile_in_our_terms(traits, grid, m, n):
     if not {'tile', 'warps', 'stages'} <= set(traits): return None
     (side, other, bk), (warps_side, warps_other) = traits['tile'], traits['warps']
     blocks = sorted(grid[:2])
+    # A set: a square tile with as many warps each way reads the same both ways, which is one reading, not two.
     ways = {(bm, bn, wm, wn) for bm, bn, wm, wn in ((side, other, warps_side, warps_other),
                                                    (other, side, warps_other, warps_side))
-            if sorted((-(-m // bm), -(-n // bn))) == blocks}      # a set: a square tile with as many warps each way
-    if len(ways) != 1: return None                                 # reads the same both ways
+            if sorted((-(-m // bm), -(-n // bn))) == blocks}
+    if len(ways) != 1: return None                                 # neither reading fits the grid, or two do
     (bm, bn, wm, wn), = ways
     return dict(BM=bm, BN=bn, BK=bk, WM=bm // wm, WN=bn // wn, STAGES=traits['stages'])
