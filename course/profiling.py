@@ -5,7 +5,7 @@ needs (their plain-word names live beside the table that prints them), and we pa
 not installed (or cannot read the counters) `ncu_unavailable()` says so in one line. `profile_each` reads the same
 counters for several kernels of a notebook, one fresh process each (`notebook_launch` writes each one's snippet),
 and `print_counters` prints them as a table. `cuda_profile` is torch's profiler, quieter; `kernel_grids` reads the
-kernels it saw with their grids.
+kernels it saw with their grids, and `launched_kernels` those a call launches.
 """
 import contextlib, csv, io, subprocess, sys
 
@@ -105,3 +105,13 @@ def kernel_grids(prof):
     kernels = sorted((e for e in events if e.get('cat') == 'kernel' and 'grid' in e.get('args', {})),
                      key=lambda e: e.get('ts', 0))
     return [(e['name'], tuple(e['args']['grid'])) for e in kernels]
+
+
+def launched_kernels(call):
+    """[(kernel name, grid (x, y, z))] of the kernels `call()` launches, in launch order: its second call profiled (the
+    first compiles, tunes and allocates), each name without 'void' or its argument list."""
+    import torch
+    call(); torch.cuda.synchronize()
+    with cuda_profile() as prof:
+        call(); torch.cuda.synchronize()
+    return [(name.removeprefix('void ').split('(')[0], grid) for name, grid in kernel_grids(prof)]

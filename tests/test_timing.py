@@ -95,7 +95,6 @@ def test_cpu_us_per_call_counts_the_cpu_s_work_not_the_gpu_s():
     assert time.perf_counter() - start > 20e-3                    # but the GPU's 21 calls were waited for
 
 
-
 @gpu
 def test_the_flushed_timer_hides_the_cpus_work_for_a_call_only_when_asked():
     "A call that spends 80 µs on the CPU before a tiny kernel: seen by the flushed timer, unless the GPU spins first."
@@ -108,6 +107,7 @@ def test_the_flushed_timer_hides_the_cpus_work_for_a_call_only_when_asked():
     plain, hidden = (spread(flushed_rounds_ms({'call': slow_to_launch}, [(x,)], rounds=20, hide_cpu=hide)['call']).median
                      for hide in (False, True))
     assert hidden < 0.02 < plain, (hidden, plain)          # a flush of twice L2 takes tens of µs; the add, a few
+
 
 def test_a_comparison_is_told_in_two_short_lines():
     from course.timing import Spread, describe_against

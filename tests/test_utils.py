@@ -350,3 +350,12 @@ def test_kernel_grids_reads_each_kernels_grid_from_the_trace_in_launch_order():
                     {'cat': 'kernel', 'name': 'first', 'ts': 10, 'args': {'grid': [513, 1, 1]}},
                     {'cat': 'gpu_memset', 'name': 'Memset', 'ts': 5, 'args': {}}]}, f)
     assert kernel_grids(Traced()) == [('first', (513, 1, 1)), ('second', (16, 64, 1))]
+
+
+@gpu
+def test_launched_kernels_names_what_a_call_launches_with_its_grid():
+    from course.profiling import launched_kernels
+    x = torch.zeros(3 * 2**20, device='cuda')
+    kernels = launched_kernels(lambda: x.add_(1))
+    assert len(kernels) == 1 and '(' not in kernels[0][0] and not kernels[0][0].startswith('void ')
+    assert len(kernels[0][1]) == 3 and kernels[0][1][0] >= 1 and x[0].item() == 2   # called twice: warmed, profiled
